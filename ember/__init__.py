@@ -1,0 +1,120 @@
+"""ember: PyTorch's programming model in pure Python, on NumPy and Numba.
+
+``import ember as torch`` gives the familiar names: tensors, dtypes, creation
+functions, elementwise and reduction ops, views, matmul, autograd.
+"""
+from . import _runtime  # noqa: F401  (must run before Numba is imported)
+
+from . import autograd
+from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
+    set_grad_enabled
+from .tensor import methods as _methods
+from .tensor.creation import arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, \
+    logspace, ones, ones_like, tensor, zeros, zeros_like
+from .tensor.conversion import clone
+from .tensor.device import device
+from .tensor.dtypes import (  # noqa: A004 - torch's names
+    bool, can_cast, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+    promote_types, set_default_dtype, uint8,
+)
+from .tensor.elementwise import add, addcdiv, addcmul, bitwise_not, clamp, div, floor_divide, isfinite, isinf, \
+    isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, pow, signbit, sub, where
+from .tensor.matmul import addmm, bmm, dot, matmul, mm, mv, outer
+from .tensor.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, \
+    preserve_format
+from .tensor.printing import get_printoptions, set_printoptions
+from .tensor.random import Generator, default_generator, fork_rng, get_rng_state, initial_seed, manual_seed, \
+    seed, set_rng_state
+from .tensor.random_ops import bernoulli, multinomial, normal, rand, rand_like, randint, randint_like, randn, \
+    randn_like, randperm
+from .tensor.reduce import all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, \
+    mean, median, min, norm, prod, std, std_mean, sum, var, var_mean
+from .tensor.tensor import Size, Tensor, is_tensor
+from .tensor.views import as_strided, broadcast_to, chunk, diagonal, expand, flatten, movedim, narrow, permute, \
+    reshape, select, split, squeeze, t, transpose, unbind, unflatten, unsqueeze
+
+_methods.bind()
+
+__version__ = "0.1.0"
+
+float = float32  # noqa: A001 - torch's aliases
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+
+
+def result_type(tensor1, tensor2) -> dtype:
+    """The dtype an op on these two operands (tensors or numbers) produces, by torch's promotion."""
+    from .tensor.dtypes import result_type_of
+
+    return result_type_of((tensor1, tensor2))
+
+
+def is_floating_point(input: Tensor) -> bool:
+    """Whether ``input`` has a floating dtype."""
+    return input.dtype.is_floating_point
+
+
+def numel(input: Tensor) -> int:
+    """Number of elements of ``input``."""
+    return input.numel()
+
+
+def set_num_threads(n: int) -> None:
+    """Threads used by parallel kernels."""
+    import numba
+
+    numba.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """Threads used by parallel kernels."""
+    import numba
+
+    return numba.get_num_threads()
+
+
+def _unary_function(name: str):
+    from .tensor.elementwise import unary
+
+    def fn(input: Tensor) -> Tensor:
+        return unary(name, input)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} (see ``Tensor.{name}``)."
+    return fn
+
+
+def _binary_function(name: str):
+    from .tensor.elementwise import binary
+
+    def fn(input, other) -> Tensor:
+        return binary(name, input, other)
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} with broadcasting (see ``Tensor.{name}``)."
+    return fn
+
+
+def _export_elementwise() -> None:
+    from .tensor.elementwise import UNARY_OPS
+
+    namespace = globals()
+    for name in UNARY_OPS:
+        namespace.setdefault(name, _unary_function(name))
+    for name in ("atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "copysign", "xlogy", "remainder", "fmod",
+                 "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                 "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):
+        namespace.setdefault(name, _binary_function(name))
+    for alias, name in {"absolute": "abs", "negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+                        "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2",
+                        "fix": "trunc", "clip": "clamp", "multiply": "mul", "divide": "div", "subtract": "sub",
+                        "true_divide": "div", "greater": "gt", "less": "lt", "greater_equal": "ge",
+                        "less_equal": "le", "not_equal": "ne", "swapaxes": "transpose",
+                        "swapdims": "transpose", "moveaxis": "movedim"}.items():
+        namespace[alias] = namespace[name]
+
+
+_export_elementwise()

@@ -1,0 +1,75 @@
+"""Process-wide Numba set-up that must happen before Numba is first imported.
+
+Two things are decided here, once:
+- where compiled kernels are cached on disk (``NUMBA_CACHE_DIR``), so that the
+  second run of a program loads kernels in milliseconds instead of compiling;
+- which threading layer parallel kernels use. TBB is preferred: the OpenMP
+  layer is slow for small parallel calls and breaks forked DataLoader workers,
+  and ``workqueue`` aborts when two Python threads run kernels at once.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+
+
+def kernel_cache_dir() -> str:
+    """The folder compiled kernels are cached in (``$EMBER_CACHE_DIR`` or a per-user one)."""
+    explicit = os.environ.get("EMBER_CACHE_DIR") or os.environ.get("NUMBA_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ember", "kernels")
+
+
+def _usable_dir(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK)
+
+
+def _choose_cache_dir() -> None:
+    if "NUMBA_CACHE_DIR" in os.environ:
+        return
+    path = kernel_cache_dir()
+    if not _usable_dir(path):
+        import tempfile
+
+        path = os.path.join(tempfile.gettempdir(), f"ember-kernels-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
+        os.makedirs(path, exist_ok=True)
+    os.environ["NUMBA_CACHE_DIR"] = path
+
+
+def _load_tbb() -> bool:
+    """Load the pip ``tbb`` runtime globally so Numba's TBB pool can link against it."""
+    prefixes = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(sys.executable))}
+    for prefix in prefixes:
+        for lib in sorted(glob.glob(os.path.join(prefix, "lib", "libtbb.so.12*"))):
+            try:
+                ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+                return True
+            except OSError:
+                continue
+    return False
+
+
+def _choose_threading_layer() -> None:
+    if "NUMBA_THREADING_LAYER" in os.environ:
+        return
+    if _load_tbb():
+        os.environ["NUMBA_THREADING_LAYER"] = "tbb"
+
+
+def configure() -> None:
+    """Apply the cache folder and threading layer (also when Numba was imported first)."""
+    _choose_cache_dir()
+    _choose_threading_layer()
+    if "numba" in sys.modules:
+        sys.modules["numba"].config.reload_config()
+
+
+configure()

@@ -1,0 +1,199 @@
+"""The backward engine: walks the graph from the outputs to the leaves.
+
+It first counts, for every node that matters, how many gradient contributions
+it will receive; a node runs once all have arrived. No recursion, so graphs of
+any depth work.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .function import AccumulateGrad, FunctionCtx, Node
+from .grad_mode import _set_enabled, is_grad_enabled
+
+
+def _children(node: Node):
+    for edge in node.next_functions:
+        if edge is not None:
+            yield edge[0]
+
+
+def _collect(roots: list[Node]) -> list[Node]:
+    """Every node reachable from ``roots``, parents before children (iterative DFS post-order, reversed)."""
+    order, seen = [], set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(list(_children(root))))]
+        while stack:
+            node, it = stack[-1]
+            child = next(it, None)
+            if child is None:
+                stack.pop()
+                order.append(node)
+            elif id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, iter(list(_children(child)))))
+    order.reverse()
+    return order
+
+
+def _needed(order: list[Node], targets: set[int] | None) -> set[int]:
+    """Ids of nodes whose execution can reach a target node (all nodes when there are no targets)."""
+    if targets is None:
+        return {id(n) for n in order}
+    needed = set()
+    for node in reversed(order):  # children first
+        if id(node) in targets or any(id(c) in needed for c in _children(node)):
+            needed.add(id(node))
+    return needed
+
+
+def _accumulate(buffer: list, index: int, grad: Any) -> None:
+    current = buffer[index]
+    buffer[index] = grad if current is None else current + grad
+
+
+def _check_grad(node: Node, index: int, grad: Any, target: Node, target_index: int) -> Any:
+    meta = target._output_meta[target_index] if target_index < len(target._output_meta) else None
+    if meta is None:
+        return grad
+    shape, dtype = meta
+    if grad.shape != shape:
+        raise RuntimeError(
+            f"Function {node.name()} returned an invalid gradient at index {index} - got {list(grad.shape)} "
+            f"but expected shape compatible with {list(shape)}"
+        )
+    if grad.dtype is not dtype:
+        grad = grad.to(dtype)
+    return grad
+
+
+def _zeros_for(node: Node, index: int):
+    from ..tensor.creation import zeros
+
+    shape, dtype = node._output_meta[index]
+    return zeros(shape, dtype=dtype)
+
+
+def run_backward(
+    roots: Sequence[tuple[Node, int]],
+    grads: Sequence[Any],
+    retain_graph: bool,
+    create_graph: bool,
+    capture: Sequence[tuple[Node, int]] | None = None,
+    accumulate_into: set[int] | None = None,
+) -> list | None:
+    """Propagate ``grads`` from ``roots`` back through the graph.
+
+    Without ``capture``, gradients accumulate into the ``.grad`` of leaves (all
+    leaves, or only the AccumulateGrad nodes whose ids are in ``accumulate_into``).
+    With ``capture`` (``autograd.grad``), the total gradient arriving at each
+    (node, output index) is returned instead and no ``.grad`` is touched.
+    """
+    root_nodes = [r[0] for r in roots]
+    order = _collect(root_nodes)
+    targets = None
+    if capture is not None:
+        targets = {id(n) for n, _ in capture}
+    elif accumulate_into is not None:
+        targets = accumulate_into
+    needed = _needed(order, targets)
+    pending = {id(n): 0 for n in order if id(n) in needed}
+    for node in order:
+        if id(node) in needed:
+            for child in _children(node):
+                if id(child) in needed:
+                    pending[id(child)] += 1
+
+    buffers: dict[int, list] = {}
+    by_id = {id(n): n for n in order}
+    for (node, index), grad in zip(roots, grads):
+        if id(node) not in needed:
+            continue
+        buf = buffers.setdefault(id(node), [None] * max(1, len(node._output_meta)))
+        _accumulate(buf, index, grad)
+
+    captured: dict[tuple[int, int], Any] = {}
+    capture_ids = {id(n) for n, _ in capture} if capture is not None else set()
+    ready = [n for n in dict.fromkeys(root_nodes) if id(n) in needed and pending[id(n)] == 0]
+    prev_mode = is_grad_enabled()
+    _set_enabled(create_graph)
+    try:
+        while ready:
+            node = ready.pop()
+            buf = buffers.pop(id(node), None) or [None] * max(1, len(node._output_meta))
+            buf = _run_pre_hooks(node, buf)
+            if id(node) in capture_ids:
+                for i, g in enumerate(buf):
+                    captured[(id(node), i)] = g
+            if isinstance(node, AccumulateGrad):
+                if capture is None and buf[0] is not None:
+                    _accumulate_leaf(node.variable, buf[0], create_graph)
+                continue
+            in_grads = _call_node(node, buf)
+            if not retain_graph:
+                node._release()
+            for i, edge in enumerate(node.next_functions):
+                if edge is None:
+                    continue
+                child, child_index = edge
+                if id(child) not in needed:
+                    continue
+                g = in_grads[i] if i < len(in_grads) else None
+                if g is not None:
+                    g = _check_grad(node, i, g, child, child_index)
+                    child_buf = buffers.setdefault(id(child), [None] * max(1, len(child._output_meta)))
+                    _accumulate(child_buf, child_index, g)
+                pending[id(child)] -= 1
+                if pending[id(child)] == 0:
+                    ready.append(by_id[id(child)])
+    finally:
+        _set_enabled(prev_mode)
+    if capture is None:
+        return None
+    return [captured.get((id(n), i)) for n, i in capture]
+
+
+def _run_pre_hooks(node: Node, buf: list) -> list:
+    tensor_hooks = getattr(node, "_tensor_hooks", None)
+    if tensor_hooks:
+        for index, hooks in tensor_hooks.items():
+            for hook in list(hooks.values()):
+                if buf[index] is not None:
+                    result = hook(buf[index])
+                    if result is not None:
+                        buf[index] = result
+    node_hooks = node.__dict__.get("_node_pre_hooks")
+    if node_hooks:
+        for hook in list(node_hooks.values()):
+            result = hook(tuple(buf))
+            if result is not None:
+                buf = list(result)
+    return buf
+
+
+def _call_node(node: FunctionCtx, buf: list) -> tuple:
+    if node.materialize_grads:
+        buf = [g if g is not None else _zeros_for(node, i) for i, g in enumerate(buf)]
+    result = node._run_backward(tuple(buf))
+    n_inputs = len(node.next_functions)
+    if len(result) < n_inputs:
+        raise RuntimeError(
+            f"function {node.name()} returned an incorrect number of gradients (expected {n_inputs}, "
+            f"got {len(result)})"
+        )
+    post = node.__dict__.get("_post_hooks")
+    if post:
+        for hook in list(post.values()):
+            replaced = hook(tuple(result), tuple(buf))
+            if replaced is not None:
+                result = tuple(replaced)
+    return result
+
+
+def _accumulate_leaf(leaf: Any, grad: Any, create_graph: bool) -> None:
+    if not create_graph:
+        grad = grad.detach()
+    leaf.grad = grad if leaf.grad is None else leaf.grad + grad

@@ -1,0 +1,246 @@
+"""Graph nodes and ``Function``, the one way every differentiable op is written.
+
+A call to ``SomeFunction.apply(*args)`` runs ``forward`` with grad mode off
+and, when grad mode is on and some input requires grad, makes a node (the
+outputs' ``grad_fn``) that remembers where each input's gradient goes next.
+The node *is* the ``ctx`` that ``forward`` and ``backward`` receive.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from .grad_mode import _set_enabled, is_grad_enabled, no_grad
+
+
+class Node:
+    """A step of the backward graph (torch's ``grad_fn``)."""
+
+    next_functions: tuple = ()
+    _output_meta: tuple = ()
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def register_hook(self, hook: Callable) -> "RemovableHandle":
+        """``hook(grad_inputs, grad_outputs)`` runs after this node computed its input gradients."""
+        hooks = self.__dict__.setdefault("_post_hooks", {})
+        return RemovableHandle.add(hooks, hook)
+
+    def register_prehook(self, hook: Callable) -> "RemovableHandle":
+        """``hook(grad_outputs)`` runs before this node; it may return replacement gradients."""
+        hooks = self.__dict__.setdefault("_node_pre_hooks", {})
+        return RemovableHandle.add(hooks, hook)
+
+    def _release(self) -> None:
+        """Free what backward needed once the graph is not retained."""
+
+
+class RemovableHandle:
+    """Returned by hook registration; ``remove()`` unregisters the hook."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict, key: int) -> None:
+        self._hooks = hooks
+        self.id = key
+
+    @classmethod
+    def add(cls, hooks: dict, hook: Callable) -> "RemovableHandle":
+        cls._next_id += 1
+        hooks[cls._next_id] = hook
+        return cls(hooks, cls._next_id)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf tensor: adds the incoming gradient to ``leaf.grad``."""
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+        self._output_meta = ((variable.shape, variable.dtype),)
+
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward."
+)
+
+
+class FunctionCtx(Node):
+    """The ``ctx`` of a Function call; also the graph node its outputs point to."""
+
+    _forward_cls: type = None  # set on the per-Function backward class
+    materialize_grads = True
+
+    def __init__(self) -> None:
+        self._saved = ()
+        self._freed = False
+        self.needs_input_grad = ()
+        self._dirty = ()
+        self._non_differentiable = ()
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    # -- saving tensors ------------------------------------------------------
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Keep tensors for backward; an in-place change to one before backward is an error."""
+        self._saved = tuple((t, t._version.value) if t is not None else None for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        out = []
+        for entry in self._saved:
+            if entry is None:
+                out.append(None)
+                continue
+            t, version = entry
+            if t._version.value != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{t.type()} {list(t.shape)}], which is output {t._output_nr} of "
+                    f"{t.grad_fn.name() if t.grad_fn is not None else 'a leaf'}, is at version {t._version.value}; "
+                    f"expected version {version} instead."
+                )
+            out.append(t)
+        return tuple(out)
+
+    @property
+    def saved_variables(self) -> tuple:
+        return self.saved_tensors
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """Declare inputs that ``forward`` modified in place."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        """Declare outputs that get no gradient (indices, masks)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether ``backward`` gets zero tensors (True) or None for outputs that got no gradient."""
+        self.materialize_grads = value
+
+    def _release(self) -> None:
+        self._saved = ()
+        self._freed = True
+
+    def _run_backward(self, grads: tuple) -> tuple:
+        result = self._forward_cls.backward(self, *grads)
+        return result if isinstance(result, tuple) else (result,)
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass its own backward node class, named ``<Name>Backward``."""
+
+    def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
+        super().__init__(name, bases, namespace)
+        cls._backward_cls = type(name + "Backward", (FunctionCtx,), {"_forward_cls": cls})
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class of differentiable ops, built-in and custom, as ``torch.autograd.Function``.
+
+    Subclasses define ``forward(ctx, *args)`` (returning Tensors, or NumPy arrays
+    that ``apply`` wraps) and ``backward(ctx, *grad_outputs)`` written in
+    differentiable tensor ops, returning one gradient (or None) per input.
+    """
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("a Function subclass must implement forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("a Function subclass must implement backward(ctx, *grad_outputs)")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from ..tensor.tensor import Tensor
+
+        ctx = cls._backward_cls()
+        record = is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in args)
+        if record:
+            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+            edges = tuple(_edge(a) if isinstance(a, Tensor) else None for a in args)
+        prev = is_grad_enabled()
+        _set_enabled(False)
+        try:
+            raw = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _set_enabled(prev)
+        is_tuple = isinstance(raw, tuple)
+        outputs = tuple(_wrap_output(o, args, ctx) for o in (raw if is_tuple else (raw,)))
+        for t in ctx._dirty:
+            t._version.value += 1
+        if record:
+            _link(ctx, edges, outputs)
+        return outputs if is_tuple else outputs[0]
+
+
+def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
+    from ..tensor.tensor import Tensor
+
+    if isinstance(value, np.ndarray):
+        return Tensor._make(value)
+    if isinstance(value, Tensor) and any(value is a for a in inputs) and not any(value is d for d in ctx._dirty):
+        return value._alias()
+    return value
+
+
+def _edge(t: Any) -> tuple | None:
+    """Where the gradient for tensor ``t`` goes: its grad_fn, its leaf accumulator, or nowhere."""
+    if t._grad_fn is not None:
+        return (t._grad_fn, t._output_nr)
+    if t._requires_grad:
+        return (t._grad_accumulator(), 0)
+    return None
+
+
+def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
+    from ..tensor.tensor import Tensor
+
+    ctx.next_functions = edges
+    meta = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            meta.append(None)
+            continue
+        meta.append((out.shape, out.dtype))
+        if any(out is t for t in ctx._non_differentiable) or not out.dtype.is_floating_point:
+            continue
+        if any(out is t for t in ctx._dirty) and out._grad_fn is None and out._requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        out._grad_fn = ctx
+        out._output_nr = i
+        out._requires_grad = True
+    ctx._output_meta = tuple(meta)
+
+
+def once_differentiable(backward: Callable) -> Callable:
+    """Decorate a ``backward`` that is not itself differentiable; it then runs without recording."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx: FunctionCtx, *grads: Any) -> Any:
+        with no_grad():
+            return backward(ctx, *grads)
+
+    return wrapper

@@ -1,0 +1,619 @@
+"""Scalar operations: one small function per op, inlined into the loop kernels.
+
+Kernels are compiled with NumPy's error model, so float division by zero and
+libm domain errors give inf/NaN as IEEE (and torch) say, with no branches here.
+
+These are plain ``numba.njit(inline="always")`` functions of numbers, so the
+same definitions can be called from CPU kernels, from CUDA device code and, with
+``NUMBA_DISABLE_JIT=1``, as ordinary Python.
+"""
+import math
+
+from numba import njit
+
+inline = njit(inline="always", cache=False)
+
+_NAN = math.nan
+_INF = math.inf
+
+
+# ---------------------------------------------------------------- unary, any dtype
+@inline
+def neg(x):
+    return -x
+
+
+@inline
+def absolute(x):
+    return abs(x)
+
+
+@inline
+def square(x):
+    return x * x
+
+
+@inline
+def sign(x):
+    return (x > 0) - (x < 0)
+
+
+@inline
+def identity(x):
+    return x
+
+
+@inline
+def relu(x):
+    return x if not x < 0 else x * 0
+
+
+@inline
+def logical_not(x):
+    return x == 0
+
+
+@inline
+def bitwise_not(x):
+    return ~x
+
+
+@inline
+def isnan(x):
+    return x != x
+
+
+@inline
+def isinf(x):
+    return x == _INF or x == -_INF
+
+
+@inline
+def isfinite(x):
+    return x == x and x != _INF and x != -_INF
+
+
+@inline
+def isposinf(x):
+    return x == _INF
+
+
+@inline
+def isneginf(x):
+    return x == -_INF
+
+
+@inline
+def signbit(x):
+    return math.copysign(1.0, x) < 0
+
+
+# ---------------------------------------------------------------- unary, floating
+@inline
+def exp(x):
+    return math.exp(x)
+
+
+@inline
+def exp2(x):
+    return 2.0 ** x
+
+
+@inline
+def expm1(x):
+    return math.expm1(x)
+
+
+@inline
+def log(x):
+    return math.log(x)
+
+
+
+
+@inline
+def log2(x):
+    return math.log2(x)
+
+
+
+
+@inline
+def log10(x):
+    return math.log10(x)
+
+
+
+
+@inline
+def log1p(x):
+    return math.log1p(x)
+
+
+
+
+@inline
+def sin(x):
+    return math.sin(x)
+
+
+@inline
+def cos(x):
+    return math.cos(x)
+
+
+@inline
+def tan(x):
+    return math.tan(x)
+
+
+@inline
+def asin(x):
+    return math.asin(x)
+
+
+
+
+@inline
+def acos(x):
+    return math.acos(x)
+
+
+
+
+@inline
+def atan(x):
+    return math.atan(x)
+
+
+@inline
+def sinh(x):
+    return math.sinh(x)
+
+
+@inline
+def cosh(x):
+    return math.cosh(x)
+
+
+@inline
+def tanh(x):
+    return math.tanh(x)
+
+
+@inline
+def asinh(x):
+    return math.asinh(x)
+
+
+@inline
+def acosh(x):
+    return math.acosh(x)
+
+
+
+
+@inline
+def atanh(x):
+    return math.atanh(x)
+
+
+
+
+@inline
+def sqrt(x):
+    return math.sqrt(x)
+
+
+
+
+@inline
+def rsqrt(x):
+    return 1.0 / math.sqrt(x)
+
+
+
+
+@inline
+def sigmoid(x):
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@inline
+def erf(x):
+    return math.erf(x)
+
+
+@inline
+def erfc(x):
+    return math.erfc(x)
+
+
+@inline
+def erfinv(y):
+    if y != y or y < -1 or y > 1:
+        return _NAN
+    if y == 1:
+        return _INF
+    if y == -1:
+        return -_INF
+    # Giles' single-precision rational start, polished by two Newton steps on erf.
+    w = -math.log((1.0 - y) * (1.0 + y))
+    if w < 5.0:
+        w = w - 2.5
+        p = 2.81022636e-08
+        p = 3.43273939e-07 + p * w
+        p = -3.5233877e-06 + p * w
+        p = -4.39150654e-06 + p * w
+        p = 0.00021858087 + p * w
+        p = -0.00125372503 + p * w
+        p = -0.00417768164 + p * w
+        p = 0.246640727 + p * w
+        p = 1.50140941 + p * w
+    else:
+        w = math.sqrt(w) - 3.0
+        p = -0.000200214257
+        p = 0.000100950558 + p * w
+        p = 0.00134934322 + p * w
+        p = -0.00367342844 + p * w
+        p = 0.00573950773 + p * w
+        p = -0.0076224613 + p * w
+        p = 0.00943887047 + p * w
+        p = 1.00167406 + p * w
+        p = 2.83297682 + p * w
+    x = p * y
+    for _ in range(2):
+        x = x - (math.erf(x) - y) / (1.1283791670955126 * math.exp(-x * x))
+    return x
+
+
+@inline
+def lgamma(x):
+    if x == _INF or x == -_INF:
+        return _INF
+    if x <= 0 and x == math.floor(x):
+        return _INF
+    return math.lgamma(x)
+
+
+@inline
+def digamma(x):
+    if x != x or x == -_INF:
+        return _NAN
+    if x == 0:
+        return math.copysign(_INF, -x)
+    result = 0.0
+    if x < 0:
+        if x == math.floor(x):
+            return _NAN
+        # reflection: psi(1 - x) - psi(x) = pi / tan(pi x)
+        result = -math.pi / math.tan(math.pi * x)
+        x = 1.0 - x
+    while x < 6.0:
+        result -= 1.0 / x
+        x += 1.0
+    if x == _INF:
+        return _INF
+    inv = 1.0 / x
+    inv2 = inv * inv
+    series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 * (1.0 / 132)))))
+    return result + math.log(x) - 0.5 * inv - series
+
+
+@inline
+def floor(x):
+    return math.floor(x)
+
+
+@inline
+def ceil(x):
+    return math.ceil(x)
+
+
+@inline
+def round_half_even(x):
+    if x != x or x == _INF or x == -_INF:
+        return x
+    r = math.floor(x)
+    diff = x - r
+    if diff > 0.5 or (diff == 0.5 and r % 2 != 0):
+        r += 1.0
+    return math.copysign(r, x) if r == 0 else r
+
+
+@inline
+def trunc(x):
+    return math.trunc(x) if x == x and x != _INF and x != -_INF else x
+
+
+@inline
+def frac(x):
+    if x == _INF or x == -_INF:
+        return _NAN
+    return x - math.trunc(x) if x == x else x
+
+
+@inline
+def reciprocal(x):
+    return 1.0 / x
+
+
+
+
+# ---------------------------------------------------------------- binary, any dtype
+@inline
+def add(x, y):
+    return x + y
+
+
+@inline
+def sub(x, y):
+    return x - y
+
+
+@inline
+def mul(x, y):
+    return x * y
+
+
+@inline
+def div(x, y):
+    return x / y
+
+
+
+
+@inline
+def maximum(x, y):
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x >= y else y
+
+
+@inline
+def minimum(x, y):
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return x if x <= y else y
+
+
+@inline
+def fmax(x, y):
+    if x != x:
+        return y
+    if y != y:
+        return x
+    return x if x >= y else y
+
+
+@inline
+def fmin(x, y):
+    if x != x:
+        return y
+    if y != y:
+        return x
+    return x if x <= y else y
+
+
+@inline
+def eq(x, y):
+    return x == y
+
+
+@inline
+def ne(x, y):
+    return x != y
+
+
+@inline
+def lt(x, y):
+    return x < y
+
+
+@inline
+def le(x, y):
+    return x <= y
+
+
+@inline
+def gt(x, y):
+    return x > y
+
+
+@inline
+def ge(x, y):
+    return x >= y
+
+
+@inline
+def logical_and(x, y):
+    return (x != 0) and (y != 0)
+
+
+@inline
+def logical_or(x, y):
+    return (x != 0) or (y != 0)
+
+
+@inline
+def logical_xor(x, y):
+    return (x != 0) != (y != 0)
+
+
+# ---------------------------------------------------------------- binary, floating
+@inline
+def floor_divide(x, y):
+    # torch's div_floor: exact through fmod, then rounded to the nearest integer quotient
+    if y == 0:
+        return x / y
+    mod = math.fmod(x, y)
+    quot = (x - mod) / y
+    if mod != 0 and (y < 0) != (mod < 0):
+        quot -= 1.0
+    if quot == 0:
+        return math.copysign(0.0, x / y)
+    fq = math.floor(quot)
+    if quot - fq > 0.5:
+        fq += 1.0
+    return fq
+
+
+@inline
+def trunc_divide(x, y):
+    return trunc(x / y)
+
+
+@inline
+def remainder(x, y):
+    if y == 0:
+        return _NAN
+    mod = math.fmod(x, y)
+    if mod != 0 and (y < 0) != (mod < 0):
+        mod += y
+    return mod
+
+
+@inline
+def fmod(x, y):
+    if y == 0:
+        return _NAN
+    return math.fmod(x, y)
+
+
+@inline
+def power(x, y):
+    if y == 0:
+        return 1.0
+    if x < 0 and y != math.floor(y):
+        return _NAN
+    if x == 0 and y < 0:
+        return _INF
+    return x ** y
+
+
+@inline
+def atan2(x, y):
+    return math.atan2(x, y)
+
+
+@inline
+def hypot(x, y):
+    return math.hypot(x, y)
+
+
+@inline
+def copysign(x, y):
+    return math.copysign(x, y)
+
+
+@inline
+def xlogy(x, y):
+    if y != y:
+        return _NAN
+    if x == 0:
+        return 0.0
+    return x * log(y)
+
+
+# ---------------------------------------------------------------- binary, integer
+@inline
+def int_floor_divide(x, y):
+    q = x // y
+    return q
+
+
+@inline
+def int_trunc_divide(x, y):
+    q = x // y
+    if q < 0 and q * y != x:
+        q += 1
+    return q
+
+
+@inline
+def int_remainder(x, y):
+    return x % y
+
+
+@inline
+def int_fmod(x, y):
+    r = x % y
+    if r != 0 and (r < 0) != (x < 0):
+        r -= y
+    return r
+
+
+@inline
+def int_power(x, y):
+    result = 1
+    base = x
+    e = y
+    while e > 0:
+        if e & 1:
+            result *= base
+        base *= base
+        e >>= 1
+    return result
+
+
+@inline
+def bitwise_and(x, y):
+    return x & y
+
+
+@inline
+def bitwise_or(x, y):
+    return x | y
+
+
+@inline
+def bitwise_xor(x, y):
+    return x ^ y
+
+
+@inline
+def left_shift(x, y):
+    if y < 0 or y >= 64:
+        return x * 0
+    return x << y
+
+
+@inline
+def right_shift(x, y):
+    if y < 0 or y >= 64:
+        return x >> 63
+    return x >> y
+
+
+# ---------------------------------------------------------------- ternary
+@inline
+def where(c, x, y):
+    return x if c else y
+
+
+@inline
+def clamp(x, lo, hi):
+    # NaN in x propagates; NaN bounds propagate as in torch.clamp
+    if x != x:
+        return x
+    if lo != lo:
+        return lo
+    if hi != hi:
+        return hi
+    r = x if x >= lo else lo
+    return r if r <= hi else hi
+
+
+@inline
+def lerp(start, end, weight):
+    # torch's two-sided form keeps lerp exact at weight 0 and 1
+    if abs(weight) < 0.5:
+        return start + weight * (end - start)
+    return end - (end - start) * (1.0 - weight)

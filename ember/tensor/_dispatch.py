@@ -1,0 +1,73 @@
+"""Shared plumbing of the tensor ops: backend choice, operands, broadcasting, grad reduction."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import cpu_kernels
+from . import dtypes
+from .tensor import Tensor
+
+
+def backend(*operands: Any):
+    """The kernel module for the operands' device (the CPU until CUDA support lands)."""
+    return cpu_kernels
+
+
+def shape_of(x: Any) -> tuple[int, ...] | None:
+    """The shape of a tensor operand, None for a Python number."""
+    return x._array.shape if isinstance(x, Tensor) else None
+
+
+def as_array(x: Any, dt: dtypes.dtype) -> np.ndarray:
+    """A tensor's array or a number as a 0-d array, in dtype ``dt`` (ints wrap like C casts)."""
+    if isinstance(x, Tensor):
+        arr = x._array
+        return arr if arr.dtype == dt.np else arr.astype(dt.np)
+    if isinstance(x, (bool, np.bool_)) or not dt.is_floating_point:
+        return np.asarray(x).astype(dt.np)
+    return np.asarray(x, dtype=dt.np)
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """torch's broadcasting of shapes, with torch's error message."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for j in range(ndim):
+        sizes = [s[len(s) - ndim + j] for s in shapes if len(s) - ndim + j >= 0]
+        distinct = list(dict.fromkeys(n for n in sizes if n != 1))
+        if len(distinct) > 1:
+            raise RuntimeError(
+                f"The size of tensor a ({distinct[0]}) must match the size of tensor b ({distinct[1]}) "
+                f"at non-singleton dimension {j}"
+            )
+        result.append(distinct[0] if distinct else 1)
+    return tuple(result)
+
+
+def sum_to_shape(grad: Tensor, shape: tuple[int, ...] | None) -> Tensor | None:
+    """Undo broadcasting: sum ``grad`` down to ``shape`` (None for a Python-number operand)."""
+    if shape is None:
+        return None
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
+    )
+    if dims:
+        grad = grad.sum(dims, keepdim=True)
+    return grad.reshape(shape)
+
+
+def empty_like_layout(template: np.ndarray | None, shape: tuple[int, ...], dt: dtypes.dtype) -> np.ndarray:
+    """A new array of ``shape``; keeps ``template``'s memory order (e.g. channels_last) when shapes agree."""
+    if template is not None and template.shape == shape and template.ndim > 1:
+        return np.empty_like(template, dtype=dt.np, order="K")
+    return np.empty(shape, dtype=dt.np)
+
+
+def compute_dtype(dt: dtypes.dtype) -> dtypes.dtype:
+    """The dtype kernels compute in: float16 is widened to float32, as torch's CPU kernels do."""
+    return dtypes.float32 if dt is dtypes.float16 else dt

@@ -1,0 +1,178 @@
+"""Copies and dtype/device conversion: ``to``, ``clone``, ``copy_``, ``fill_``, ``new_*``."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd.function import Function
+from . import dtypes
+from .device import as_device, device as device_type
+from .tensor import Tensor
+
+
+class Cast(Function):
+    """A copy in another dtype; the gradient is cast back."""
+
+    @staticmethod
+    def forward(ctx, x, dt):
+        ctx.dtype = x.dtype
+        return x._array.astype(dt.np)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.dtype), None
+
+
+class Clone(Function):
+    """A copy with its own storage (keeps the memory format, as torch's preserve_format)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.array(x._array, order="K", copy=True)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy that shares nothing with ``input`` but its graph."""
+    if memory_format is not None and memory_format.name not in ("preserve_format",):
+        from .views import Copy
+
+        return Copy.apply(input, memory_format)
+    return Clone.apply(input)
+
+
+def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    dev, dt = kwargs.get("device"), kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dt = a.device, a.dtype
+        elif isinstance(a, (dtypes.dtype, type)) or (isinstance(a, np.dtype)):
+            dt = a
+        elif isinstance(a, (str, device_type, int)):
+            dev = a
+        elif a is not None:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return dev, dt
+
+
+def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Convert dtype and/or device; returns ``input`` itself when nothing changes (unless copy=True)."""
+    dev, dt = _parse_to(args, kwargs)
+    as_device(dev)
+    target = dtypes.to_dtype(dt) if dt is not None else input.dtype
+    if target is input.dtype:
+        return clone(input) if kwargs.get("copy") else input
+    return Cast.apply(input, target)
+
+
+def _caster(dt: dtypes.dtype):
+    def cast(self: Tensor, memory_format: Any = None) -> Tensor:
+        return to(self, dt)
+
+    cast.__doc__ = f"``self.to({dt})``."
+    return cast
+
+
+float_ = _caster(dtypes.float32)
+double = _caster(dtypes.float64)
+half = _caster(dtypes.float16)
+long = _caster(dtypes.int64)
+int_ = _caster(dtypes.int32)
+short = _caster(dtypes.int16)
+char = _caster(dtypes.int8)
+byte = _caster(dtypes.uint8)
+bool_ = _caster(dtypes.bool)
+
+
+def type_as(input: Tensor, other: Tensor) -> Tensor:
+    """``input`` in ``other``'s dtype."""
+    return to(input, other.dtype)
+
+
+class CopyInto(Function):
+    """``dst.copy_(src)``: the gradient flows to ``src`` (summed over broadcast dims)."""
+
+    @staticmethod
+    def forward(ctx, dst, src):
+        from ._dispatch import broadcast_shapes
+
+        if broadcast_shapes(dst.shape, src.shape) != dst.shape:
+            raise RuntimeError(
+                f"output with shape {list(dst.shape)} doesn't match the broadcast shape "
+                f"{list(broadcast_shapes(dst.shape, src.shape))}"
+            )
+        ctx.src_shape, ctx.src_dtype = src.shape, src.dtype
+        out = np.empty_like(dst._array)
+        np.copyto(out, src._array, casting="unsafe")
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ._dispatch import sum_to_shape
+
+        return None, sum_to_shape(g, ctx.src_shape).to(ctx.src_dtype)
+
+
+def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast, cast) into ``self``'s storage."""
+    from .elementwise import inplace
+
+    if not isinstance(src, Tensor):
+        from .creation import tensor
+
+        src = tensor(src)
+    return inplace(self, "copy", lambda s: CopyInto.apply(s, src))
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Set every element to ``value`` (a number or 0-d tensor)."""
+    from .creation import full
+
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+            )
+        return copy_(self, value.expand(self.shape))
+    return copy_(self, full(self.shape, value, dtype=self.dtype))
+
+
+def zero_(self: Tensor) -> Tensor:
+    """Set every element to zero."""
+    return fill_(self, 0)
+
+
+def _new(factory_name: str):
+    def new(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+        from . import creation
+
+        return getattr(creation, factory_name)(*size, dtype=dtype or self.dtype, device=device,
+                                               requires_grad=requires_grad)
+
+    new.__doc__ = f"``{factory_name}`` with this tensor's dtype by default."
+    return new
+
+
+new_zeros = _new("zeros")
+new_ones = _new("ones")
+new_empty = _new("empty")
+
+
+def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``full`` with this tensor's dtype by default."""
+    from .creation import full
+
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    """``tensor(data)`` with this tensor's dtype by default."""
+    from .creation import tensor
+
+    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)

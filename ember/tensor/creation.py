@@ -1,0 +1,224 @@
+"""Tensor creation: from data, filled, ranges, identity."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .device import as_device
+from .tensor import Size, Tensor
+
+
+def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
+    t = Tensor._make(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _size_arg(size: Sequence[Any], op: str) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = tuple(size[0])
+    try:
+        shape = tuple(int(s) for s in size)
+    except TypeError:
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found {size!r}") from None
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    return shape
+
+
+def _dtype_or_default(dtype: Any) -> dtypes.dtype:
+    return dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype)
+
+
+def _infer_dtype(data: Any, array: np.ndarray) -> dtypes.dtype:
+    """The dtype torch infers for ``data``: NumPy arrays keep theirs, Python floats take the default."""
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        return dtypes.from_numpy_dtype(array.dtype)
+    if array.dtype.kind == "f":
+        return dtypes.get_default_dtype()
+    if array.dtype.kind in "iu":
+        return dtypes.int64
+    if array.dtype.kind == "b":
+        return dtypes.bool
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _to_numpy(data: Any) -> np.ndarray:
+    if isinstance(data, Tensor):
+        return data._array
+    if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in data):
+        return np.array([_to_numpy(d) for d in data])
+    try:
+        return np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"expected sequence of equal-length sequences: {e}") from None
+
+
+def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new tensor that copies ``data`` (nested lists, numbers, NumPy arrays or tensors)."""
+    as_device(device)
+    array = _to_numpy(data)
+    if array.dtype == object or array.dtype.kind not in "biuf":
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(data, array)
+    return _finish(np.array(array, dtype=dt.np, copy=True), requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor over ``data`` without copying when it already is a tensor or array of that dtype."""
+    as_device(device)
+    if isinstance(data, Tensor):
+        return data if dtype is None or dtypes.to_dtype(dtype) is data.dtype else data.to(dtypes.to_dtype(dtype))
+    if isinstance(data, np.ndarray) and (dtype is None or dtypes.to_dtype(dtype).np == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with a NumPy array (writes are seen by both)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    dtypes.from_numpy_dtype(array.dtype)
+    if any(s % array.itemsize for s in array.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array to reallocate the memory.")
+    return Tensor._make(array)
+
+
+def _filled(size: Sequence[Any], op: str, value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    as_device(device)
+    shape = _size_arg(size, op)
+    dt = _dtype_or_default(dtype)
+    array = np.empty(shape, dtype=dt.np) if value is None else np.full(shape, value, dtype=dt.np)
+    return _finish(array, requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None,
+          layout: Any = None) -> Tensor:
+    """A tensor of zeros."""
+    return _filled(size, "zeros", 0, dtype, device, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None,
+         layout: Any = None) -> Tensor:
+    """A tensor of ones."""
+    return _filled(size, "ones", 1, dtype, device, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          memory_format: Any = None, pin_memory: bool = False, out: Any = None, layout: Any = None) -> Tensor:
+    """An uninitialised tensor."""
+    return _filled(size, "empty", None, dtype, device, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value``; the dtype follows the value when not given (as in torch)."""
+    if dtype is None:
+        dtype = dtypes.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+    return _filled((tuple(size),), "full", fill_value, dtype, device, requires_grad)
+
+
+def _like(input: Tensor, dtype: Any) -> dtypes.dtype:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
+    return input.dtype if dtype is None else dtypes.to_dtype(dtype)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
+    """Zeros of ``input``'s shape and dtype."""
+    return zeros(input.shape, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Tensor:
+    """Ones of ``input``'s shape and dtype."""
+    return ones(input.shape, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Tensor:
+    """Uninitialised, of ``input``'s shape and dtype."""
+    return empty(input.shape, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
+    """``fill_value`` in ``input``'s shape and dtype."""
+    return full(input.shape, fill_value, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+
+
+def _number(x: Any) -> Any:
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def arange(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` up to (not including) ``end`` every ``step``."""
+    as_device(device)
+    start, end, step = _number(start), _number(end), _number(step)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if any(isinstance(v, float) and not math.isfinite(v) for v in (start, end, step)):
+        raise RuntimeError("unsupported range: " + f"{start} -> {end}")
+    if dtype is None:
+        dt = dtypes.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else dtypes.int64
+    else:
+        dt = dtypes.to_dtype(dtype)
+    count = max(0, math.ceil((end - start) / step))
+    array = (start + step * np.arange(count, dtype=np.float64 if dt.is_floating_point else np.int64)).astype(dt.np)
+    return _finish(array, requires_grad)
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    as_device(device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _dtype_or_default(dtype)
+    array = np.linspace(_number(start), _number(end), int(steps), dtype=np.float64)
+    if not dt.is_floating_point:
+        array = np.trunc(array)
+    return _finish(array.astype(dt.np), requires_grad)
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``base`` raised to ``steps`` evenly spaced exponents."""
+    as_device(device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _dtype_or_default(dtype)
+    array = np.power(float(base), np.linspace(_number(start), _number(end), int(steps), dtype=np.float64))
+    return _finish(array.astype(dt.np), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """The ``n`` x ``m`` identity matrix."""
+    as_device(device)
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {min(n, m)}")
+    return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).np), requires_grad)
+
+
+def _legacy_constructor(self: Tensor, *args: Any, **kwargs: Any) -> None:
+    """``Tensor(data)`` / ``Tensor(*sizes)``: the default-dtype legacy constructor."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        source = tensor(args[0], dtype=dtypes.get_default_dtype())
+    else:
+        source = empty(*args, **kwargs) if args else empty(0)
+    for slot in ("_array", "_version", "_requires_grad", "_grad_fn", "_output_nr", "grad", "_accumulator",
+                 "_retains_grad", "_base", "_view_fn"):
+        setattr(self, slot, getattr(source, slot))

@@ -1,0 +1,592 @@
+"""Elementwise tensor ops: promotion, broadcasting, kernels, and their gradients.
+
+Every op is a ``Function`` made from a table row: the op code, how it types
+its result, and a backward formula written in tensor ops (so it is itself
+differentiable). Public functions are thin wrappers in torch's style.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import opcodes as op
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from . import dtypes
+from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, shape_of, sum_to_shape
+from .tensor import Tensor, _check_inplace
+
+# How an op types its result.
+SAME = "same"          # the promoted input dtype (bool stays bool)
+FLOAT = "float"        # integers and bool become the default float dtype
+BOOL = "bool"          # computed in the promoted dtype, result is bool
+INT_ONLY = "int"       # integers and bool only
+
+
+def _float_of(dt: dtypes.dtype) -> dtypes.dtype:
+    return dt if dt.is_floating_point else dtypes.get_default_dtype()
+
+
+def _dtype_name(dt: dtypes.dtype) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[dt.name]
+
+
+def _types(name: str, kind: str, promoted: dtypes.dtype) -> tuple[dtypes.dtype, dtypes.dtype]:
+    """(dtype the kernel computes in, dtype of the result) for an op of ``kind``."""
+    if kind == FLOAT:
+        result = _float_of(promoted)
+        return compute_dtype(result), result
+    if kind == BOOL:
+        return compute_dtype(promoted), dtypes.bool
+    if kind == INT_ONLY and promoted.is_floating_point:
+        raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(promoted)}\'')
+    return compute_dtype(promoted), promoted
+
+
+def _run(kernel_call: Callable, arrays: list[np.ndarray], shape: tuple[int, ...], cdt: dtypes.dtype,
+         rdt: dtypes.dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """Run a kernel into a fresh array (or ``out``), converting from the compute dtype when they differ."""
+    template = next((a for a in arrays if a.shape == shape), None)
+    store_dt = dtypes.bool if rdt is dtypes.bool else cdt
+    if out is not None and out.dtype == store_dt.np:
+        kernel_call(*arrays, out)
+        return out
+    result = empty_like_layout(template, shape, store_dt)
+    kernel_call(*arrays, result)
+    if out is not None:
+        np.copyto(out, result, casting="unsafe")
+        return out
+    return result if store_dt is rdt else result.astype(rdt.np)
+
+
+# ----------------------------------------------------------------------------- unary
+class _Unary(Function):
+    """Base of one-input ops; subclasses set ``code``, ``kind`` and ``grad``."""
+
+    code: int = -1
+    kind: str = SAME
+    grad: Callable | None = None
+    saves_output = False
+
+    @classmethod
+    def forward(cls, ctx, x: Tensor) -> Any:
+        cdt, rdt = _types(cls.__name__.lower(), cls.kind, x.dtype)
+        arr = as_array(x, cdt)
+        result = Tensor._make(_run(lambda a, o: backend(x).unary(cls.code, a, o), [arr], arr.shape, cdt, rdt))
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, result)
+        return result
+
+    @classmethod
+    def backward(cls, ctx, g: Tensor) -> Tensor:
+        x, y = ctx.saved_tensors
+        return cls.grad(x, y, g)
+
+
+def _unary_class(name: str, code: int, kind: str, grad: Callable | None) -> type:
+    cls = type(name, (_Unary,), {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None})
+    cls.__doc__ = f"Elementwise {name.lower()}."
+    return cls
+
+
+_PI = math.pi
+UNARY_OPS: dict[str, tuple[int, str, Callable | None]] = {
+    "neg": (op.NEG, SAME, lambda x, y, g: -g),
+    "abs": (op.ABS, SAME, lambda x, y, g: g * x.sign()),
+    "exp": (op.EXP, FLOAT, lambda x, y, g: g * y),
+    "exp2": (op.EXP2, FLOAT, lambda x, y, g: g * y * math.log(2.0)),
+    "expm1": (op.EXPM1, FLOAT, lambda x, y, g: g * (y + 1)),
+    "log": (op.LOG, FLOAT, lambda x, y, g: g / x),
+    "log2": (op.LOG2, FLOAT, lambda x, y, g: g / (x * math.log(2.0))),
+    "log10": (op.LOG10, FLOAT, lambda x, y, g: g / (x * math.log(10.0))),
+    "log1p": (op.LOG1P, FLOAT, lambda x, y, g: g / (x + 1)),
+    "sin": (op.SIN, FLOAT, lambda x, y, g: g * x.cos()),
+    "cos": (op.COS, FLOAT, lambda x, y, g: -g * x.sin()),
+    "tan": (op.TAN, FLOAT, lambda x, y, g: g * (1 + y * y)),
+    "asin": (op.ASIN, FLOAT, lambda x, y, g: g * (1 - x * x).rsqrt()),
+    "acos": (op.ACOS, FLOAT, lambda x, y, g: -g * (1 - x * x).rsqrt()),
+    "atan": (op.ATAN, FLOAT, lambda x, y, g: g / (1 + x * x)),
+    "sinh": (op.SINH, FLOAT, lambda x, y, g: g * x.cosh()),
+    "cosh": (op.COSH, FLOAT, lambda x, y, g: g * x.sinh()),
+    "tanh": (op.TANH, FLOAT, lambda x, y, g: g * (1 - y * y)),
+    "asinh": (op.ASINH, FLOAT, lambda x, y, g: g * (x * x + 1).rsqrt()),
+    "acosh": (op.ACOSH, FLOAT, lambda x, y, g: g * (x * x - 1).rsqrt()),
+    "atanh": (op.ATANH, FLOAT, lambda x, y, g: g / (1 - x * x)),
+    "sqrt": (op.SQRT, FLOAT, lambda x, y, g: g / (2 * y)),
+    "rsqrt": (op.RSQRT, FLOAT, lambda x, y, g: -0.5 * g * y * y * y),
+    "square": (op.SQUARE, SAME, lambda x, y, g: 2 * g * x),
+    "sigmoid": (op.SIGMOID, FLOAT, lambda x, y, g: g * y * (1 - y)),
+    "erf": (op.ERF, FLOAT, lambda x, y, g: g * (2 / math.sqrt(_PI)) * (-x * x).exp()),
+    "erfc": (op.ERFC, FLOAT, lambda x, y, g: g * (-2 / math.sqrt(_PI)) * (-x * x).exp()),
+    "erfinv": (op.ERFINV, FLOAT, lambda x, y, g: g * (math.sqrt(_PI) / 2) * (y * y).exp()),
+    "lgamma": (op.LGAMMA, FLOAT, lambda x, y, g: g * x.digamma()),
+    "digamma": (op.DIGAMMA, FLOAT, None),
+    "sign": (op.SIGN, SAME, lambda x, y, g: g * 0),
+    "floor": (op.FLOOR, SAME, lambda x, y, g: g * 0),
+    "ceil": (op.CEIL, SAME, lambda x, y, g: g * 0),
+    "round": (op.ROUND, SAME, lambda x, y, g: g * 0),
+    "trunc": (op.TRUNC, SAME, lambda x, y, g: g * 0),
+    "frac": (op.FRAC, SAME, lambda x, y, g: g),
+    "reciprocal": (op.RECIPROCAL, FLOAT, lambda x, y, g: -g * y * y),
+    "relu": (op.RELU, SAME, lambda x, y, g: g * (y > 0)),
+}
+_UNARY_CLASSES = {name: _unary_class(name.capitalize(), *spec) for name, spec in UNARY_OPS.items()}
+# Rounding ops are the identity on integers (torch returns them unchanged).
+_IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
+
+
+def unary(name: str, x: Any) -> Tensor:
+    """Apply the unary op ``name`` to tensor ``x``."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if name in _IDENTITY_ON_INTEGERS and not x.dtype.is_floating_point:
+        return x.clone()
+    if x.dtype is dtypes.bool and name in ("neg",):
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+            "use the `~` or `logical_not()` operator instead."
+        )
+    return _UNARY_CLASSES[name].apply(x)
+
+
+def _predicate(code: int, x: Tensor, integer_value: bool) -> Tensor:
+    """isnan/isinf/...: bool results with no gradient; integers have a fixed answer."""
+    if not x.dtype.is_floating_point:
+        return Tensor._make(np.full(x._array.shape, integer_value, dtype=np.bool_))
+    arr = as_array(x, compute_dtype(x.dtype))
+    out = np.empty(arr.shape, dtype=np.bool_)
+    backend(x).unary(code, arr, out)
+    return Tensor._make(out)
+
+
+def isnan(x: Tensor) -> Tensor:
+    """Which elements are NaN."""
+    return _predicate(op.ISNAN, x, False)
+
+
+def isinf(x: Tensor) -> Tensor:
+    """Which elements are +inf or -inf."""
+    return _predicate(op.ISINF, x, False)
+
+
+def isposinf(x: Tensor) -> Tensor:
+    """Which elements are +inf."""
+    return _predicate(op.ISPOSINF, x, False)
+
+
+def isneginf(x: Tensor) -> Tensor:
+    """Which elements are -inf."""
+    return _predicate(op.ISNEGINF, x, False)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """Which elements are neither NaN nor infinite."""
+    return _predicate(op.ISFINITE, x, True)
+
+
+def signbit(x: Tensor) -> Tensor:
+    """Which elements have the sign bit set (-0.0 included)."""
+    if not x.dtype.is_floating_point:
+        return lt(x, 0)
+    return _predicate(op.SIGNBIT, x, False)
+
+
+def logical_not(x: Tensor) -> Tensor:
+    """Elementwise ``not`` (result is bool)."""
+    out = np.empty(x._array.shape, dtype=np.bool_)
+    backend(x).unary(op.LOGICAL_NOT, as_array(x, compute_dtype(x.dtype)), out)
+    return Tensor._make(out)
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """Elementwise bit inversion (logical not for bool)."""
+    if x.dtype is dtypes.bool:
+        return logical_not(x)
+    _types("bitwise_not", INT_ONLY, x.dtype)
+    out = np.empty_like(x._array)
+    backend(x).unary(op.BITWISE_NOT, x._array, out)
+    return Tensor._make(out)
+
+
+# ----------------------------------------------------------------------------- binary
+class _Binary(Function):
+    """Base of two-input ops; either input may be a Python number."""
+
+    code: int = -1
+    kind: str = SAME
+    grad: Callable | None = None
+
+    @classmethod
+    def forward(cls, ctx, a: Any, b: Any) -> Any:
+        promoted = dtypes.result_type_of((a, b))
+        code, cdt, rdt = cls.select(promoted)
+        shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or ())
+        arrays = [as_array(a, cdt), as_array(b, cdt)]
+        cls.validate(a, b, arrays, cdt)
+        result = Tensor._make(_run(lambda x, y, o: backend(a, b).binary(code, x, y, o), arrays, shape, cdt, rdt))
+        if ctx.needs_input_grad:
+            ctx.shapes = (shape_of(a), shape_of(b))
+            ctx.save_for_backward(*(t if isinstance(t, Tensor) else None for t in (a, b)), result)
+            ctx.scalars = (a, b)
+        return result
+
+    @classmethod
+    def select(cls, promoted: dtypes.dtype) -> tuple[int, dtypes.dtype, dtypes.dtype]:
+        """The op code and (compute, result) dtypes for a promoted input dtype."""
+        cdt, rdt = _types(cls.__name__.lower(), cls.kind, promoted)
+        return cls.code, cdt, rdt
+
+    @classmethod
+    def validate(cls, a: Any, b: Any, arrays: list[np.ndarray], cdt: dtypes.dtype) -> None:
+        """Reject inputs the kernel must never see."""
+
+    @classmethod
+    def backward(cls, ctx, g: Tensor) -> tuple:
+        a, b, y = ctx.saved_tensors
+        a = ctx.scalars[0] if a is None else a
+        b = ctx.scalars[1] if b is None else b
+        ga, gb = cls.grad(a, b, y, g, ctx.needs_input_grad)
+        return sum_to_shape(ga, ctx.shapes[0]) if ga is not None else None, \
+            sum_to_shape(gb, ctx.shapes[1]) if gb is not None else None
+
+
+def _binary_class(name: str, code: int, kind: str, grad: Callable | None, **extra: Any) -> type:
+    attrs = {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None}
+    attrs.update({k: classmethod(v) for k, v in extra.items()})
+    cls = type(name, (_Binary,), attrs)
+    cls.__doc__ = f"Elementwise {name.lower()} of two operands."
+    return cls
+
+
+def _needs(n: tuple, i: int) -> bool:
+    return len(n) > i and n[i]
+
+
+def _check_int_divisor(cls, a, b, arrays, cdt):
+    if not cdt.is_floating_point and arrays[1].size and not np.all(arrays[1]):
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _int_or_float(int_code: int, float_code: int):
+    def select(cls, promoted):
+        cdt, rdt = _types(cls.__name__.lower(), SAME, promoted)
+        return (float_code if cdt.is_floating_point else int_code), cdt, rdt
+    return select
+
+
+def _pow_validate(cls, a, b, arrays, cdt):
+    if not cdt.is_floating_point and arrays[1].size and np.any(arrays[1] < 0):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+def _pow_grad(a, b, y, g, n):
+    ga = gb = None
+    if _needs(n, 0):
+        ga = g * 0 if (not isinstance(b, Tensor) and b == 0) else g * b * pow(a, b - 1)
+    if _needs(n, 1):
+        if isinstance(a, Tensor):
+            gb = g * where((a == 0) & (b >= 0), 0.0, y * log(a))
+        else:
+            gb = g * y * (math.log(a) if a > 0 else (0.0 if a == 0 else math.nan))
+    return ga, gb
+
+
+def _max_grad(pick_a: Callable):
+    def grad(a, b, y, g, n):
+        mask_a = pick_a(a, b)
+        # ties split the gradient evenly, as torch does
+        tie = (a == b) if isinstance(a, Tensor) and isinstance(b, Tensor) else None
+        wa = mask_a.to(g.dtype)
+        if tie is not None:
+            wa = where(tie, 0.5, wa)
+        return (g * wa if _needs(n, 0) else None), (g * (1 - wa) if _needs(n, 1) else None)
+    return grad
+
+
+BINARY_OPS: dict[str, tuple] = {
+    "add": (op.ADD, SAME, lambda a, b, y, g, n: (g, g)),
+    "sub": (op.SUB, SAME, lambda a, b, y, g, n: (g, -g)),
+    "mul": (op.MUL, SAME, lambda a, b, y, g, n: (g * b if _needs(n, 0) else None, g * a if _needs(n, 1) else None)),
+    "div": (op.DIV, FLOAT, lambda a, b, y, g, n: (g / b if _needs(n, 0) else None,
+                                                     -g * y / b if _needs(n, 1) else None)),
+    "atan2": (op.ATAN2, FLOAT, lambda a, b, y, g, n: (g * b / (a * a + b * b), -g * a / (a * a + b * b))),
+    "hypot": (op.HYPOT, FLOAT, lambda a, b, y, g, n: (g * a / y, g * b / y)),
+    "copysign": (op.COPYSIGN, FLOAT, lambda a, b, y, g, n: (g * (y / a).nan_to_num(0.0) if _needs(n, 0) else None,
+                                                               g * 0 if _needs(n, 1) else None)),
+    "xlogy": (op.XLOGY, FLOAT, lambda a, b, y, g, n: (g * where(a == 0, 0.0, log(b)) if _needs(n, 0) else None,
+                                                         g * a / b if _needs(n, 1) else None)),
+    "maximum": (op.MAXIMUM, SAME, _max_grad(lambda a, b: a > b)),
+    "minimum": (op.MINIMUM, SAME, _max_grad(lambda a, b: a < b)),
+    "fmax": (op.FMAX, SAME, _max_grad(lambda a, b: (a >= b) | isnan(b))),
+    "fmin": (op.FMIN, SAME, _max_grad(lambda a, b: (a <= b) | isnan(b))),
+    "pow": (op.POW, SAME, _pow_grad),
+    "floor_divide": (op.FLOOR_DIV, SAME, lambda a, b, y, g, n: (g * 0, g * 0)),
+    "remainder": (op.REMAINDER, SAME, lambda a, b, y, g, n: (g, -g * floor_divide(a, b))),
+    "fmod": (op.FMOD, SAME, lambda a, b, y, g, n: (g, -g * div(a, b, rounding_mode="trunc"))),
+    "trunc_divide": (op.TRUNC_DIV, SAME, lambda a, b, y, g, n: (g * 0, g * 0)),
+}
+_BINARY_EXTRA = {
+    "pow": {"select": _int_or_float(op.IPOW, op.POW), "validate": _pow_validate},
+    "floor_divide": {"select": _int_or_float(op.IFLOOR_DIV, op.FLOOR_DIV), "validate": _check_int_divisor},
+    "remainder": {"select": _int_or_float(op.IREMAINDER, op.REMAINDER), "validate": _check_int_divisor},
+    "fmod": {"select": _int_or_float(op.IFMOD, op.FMOD), "validate": _check_int_divisor},
+    "trunc_divide": {"select": _int_or_float(op.ITRUNC_DIV, op.TRUNC_DIV), "validate": _check_int_divisor},
+}
+_BINARY_CLASSES = {
+    name: _binary_class(name.title().replace("_", ""), *spec, **_BINARY_EXTRA.get(name, {}))
+    for name, spec in BINARY_OPS.items()
+}
+_NO_GRAD_BINARY = {
+    "eq": (op.EQ, BOOL), "ne": (op.NE, BOOL), "lt": (op.LT, BOOL), "le": (op.LE, BOOL), "gt": (op.GT, BOOL),
+    "ge": (op.GE, BOOL), "logical_and": (op.LOGICAL_AND, BOOL), "logical_or": (op.LOGICAL_OR, BOOL),
+    "logical_xor": (op.LOGICAL_XOR, BOOL), "bitwise_and": (op.BITWISE_AND, INT_ONLY),
+    "bitwise_or": (op.BITWISE_OR, INT_ONLY), "bitwise_xor": (op.BITWISE_XOR, INT_ONLY),
+    "bitwise_left_shift": (op.LSHIFT, INT_ONLY), "bitwise_right_shift": (op.RSHIFT, INT_ONLY),
+}
+
+
+def _check_operand(name: str, x: Any, position: int) -> None:
+    if not isinstance(x, (Tensor, int, float, bool, np.number, np.bool_)):
+        raise TypeError(
+            f"{name}(): argument '{'input' if position == 1 else 'other'}' (position {position}) must be "
+            f"Tensor or Number, not {type(x).__name__}"
+        )
+
+
+def binary(name: str, a: Any, b: Any) -> Tensor:
+    """Apply the binary op ``name`` with broadcasting and torch's type promotion."""
+    _check_operand(name, a, 1)
+    _check_operand(name, b, 2)
+    if name == "sub" and _is_bool(a) and _is_bool(b):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+            "`logical_xor()` operator instead."
+        )
+    spec = _NO_GRAD_BINARY.get(name)
+    if spec is None:
+        return _BINARY_CLASSES[name].apply(a, b)
+    code, kind = spec
+    promoted = dtypes.result_type_of((a, b))
+    cdt, rdt = _types(name, kind, promoted)
+    shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or ())
+    arrays = [as_array(a, cdt), as_array(b, cdt)]
+    return Tensor._make(_run(lambda x, y, o: backend(a, b).binary(code, x, y, o), arrays, shape, cdt, rdt))
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, Tensor) and x.dtype is dtypes.bool or isinstance(x, (bool, np.bool_))
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input + alpha * other``."""
+    return binary("add", input, other if alpha == 1 else mul(other, alpha))
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """``input - alpha * other``."""
+    return binary("sub", input, other if alpha == 1 else mul(other, alpha))
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    """Elementwise product."""
+    return binary("mul", input, other)
+
+
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """True division, or ``rounding_mode`` "trunc" / "floor" (integer results stay integer)."""
+    if rounding_mode is None:
+        return binary("div", input, other)
+    if rounding_mode == "trunc":
+        return binary("trunc_divide", input, other)
+    if rounding_mode == "floor":
+        return binary("floor_divide", input, other)
+    raise RuntimeError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+    )
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """Division rounded towards minus infinity (Python's ``//``)."""
+    return binary("floor_divide", input, other)
+
+
+def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch's name
+    """``input ** exponent`` with torch's promotion (int ** negative int raises)."""
+    return binary("pow", input, exponent)
+
+
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    """``input`` where ``condition`` holds, else ``other`` (with broadcasting and promotion)."""
+    return Where.apply(condition, input, other)
+
+
+class Where(Function):
+    """Elementwise selection between two operands."""
+
+    @staticmethod
+    def forward(ctx, condition, a, b):
+        if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool:
+            raise RuntimeError(
+                f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                f"{_dtype_name(condition.dtype) if isinstance(condition, Tensor) else type(condition).__name__}"
+            )
+        rdt = dtypes.result_type_of((a, b))
+        cdt = compute_dtype(rdt)
+        shape = broadcast_shapes(condition.shape, shape_of(a) or (), shape_of(b) or ())
+        arrays = [condition._array, as_array(a, cdt), as_array(b, cdt)]
+        out = _run(lambda c, x, y, o: backend(a, b).ternary(op.WHERE, c, x, y, o), arrays, shape, cdt, rdt)
+        if ctx.needs_input_grad:
+            ctx.condition = condition
+            ctx.shapes = (shape_of(a), shape_of(b))
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        zero = g.new_zeros(())
+        ga = sum_to_shape(where(ctx.condition, g, zero), ctx.shapes[0]) if ctx.needs_input_grad[1] else None
+        gb = sum_to_shape(where(ctx.condition, zero, g), ctx.shapes[1]) if ctx.needs_input_grad[2] else None
+        return None, ga, gb
+
+
+class Clamp(Function):
+    """Elementwise clamp to [min, max]; bounds may be numbers, tensors or None."""
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        rdt = dtypes.result_type_of((x, lo, hi))
+        cdt = compute_dtype(rdt)
+        bound = np.inf if cdt.is_floating_point else np.iinfo(cdt.np).max
+        lo_a = as_array(lo, cdt) if lo is not None else np.array(-bound if cdt.is_floating_point else np.iinfo(cdt.np).min, cdt.np)
+        hi_a = as_array(hi, cdt) if hi is not None else np.array(bound, cdt.np)
+        shape = broadcast_shapes(x.shape, shape_of(lo) or (), shape_of(hi) or ())
+        arrays = [as_array(x, cdt), lo_a, hi_a]
+        out = _run(lambda a, l, h, o: backend(x).ternary(op.CLAMP, a, l, h, o), arrays, shape, cdt, rdt)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, lo if isinstance(lo, Tensor) else None, hi if isinstance(hi, Tensor) else None)
+            ctx.bounds = (lo, hi)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, lo_t, hi_t = ctx.saved_tensors
+        lo = lo_t if lo_t is not None else ctx.bounds[0]
+        hi = hi_t if hi_t is not None else ctx.bounds[1]
+        inside = (x >= lo) if lo is not None else None
+        if hi is not None:
+            inside = (x <= hi) if inside is None else inside & (x <= hi)
+        n = ctx.needs_input_grad
+        gx = sum_to_shape(g * inside, x.shape) if n[0] else None
+        glo = sum_to_shape(g * (x < lo_t), lo_t.shape) if lo_t is not None and n[1] else None
+        ghi = sum_to_shape(g * (x > hi_t), hi_t.shape) if hi_t is not None and n[2] else None
+        return gx, glo, ghi
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's names
+    """Limit values to [min, max] (NaN propagates)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return Clamp.apply(input, min, max)
+
+
+class Lerp(Function):
+    """``start + weight * (end - start)``, exact at weight 0 and 1."""
+
+    @staticmethod
+    def forward(ctx, start, end, weight):
+        rdt = dtypes.result_type_of((start, end))
+        cdt = compute_dtype(rdt)
+        shape = broadcast_shapes(start.shape, end.shape, shape_of(weight) or ())
+        arrays = [as_array(start, cdt), as_array(end, cdt), as_array(weight, cdt)]
+        out = _run(lambda a, b, w, o: backend(start).ternary(op.LERP, a, b, w, o), arrays, shape, cdt, rdt)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(start, end, weight if isinstance(weight, Tensor) else None)
+            ctx.weight = weight
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        start, end, w_t = ctx.saved_tensors
+        w = w_t if w_t is not None else ctx.weight
+        n = ctx.needs_input_grad
+        gs = sum_to_shape(g * (1 - w), start.shape) if n[0] else None
+        ge = sum_to_shape(g * w, end.shape) if n[1] else None
+        gw = sum_to_shape(g * (end - start), w_t.shape) if w_t is not None and n[2] else None
+        return gs, ge, gw
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """Linear interpolation between ``input`` and ``end``."""
+    return Lerp.apply(input, end, weight)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2``."""
+    return add(input, mul(tensor1, tensor2), alpha=value)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2``."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+            "a true division of tensor1 and tensor2."
+        )
+    return add(input, div(tensor1, tensor2), alpha=value)
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    info = np.finfo(input.dtype.np)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    result = where(isnan(input), nan, input)
+    result = where(isposinf(input), posinf, result)
+    return where(isneginf(input), neginf, result)
+
+
+# ----------------------------------------------------------------------------- in place
+def inplace(self: Tensor, name: str, compute: Callable[[Tensor], Tensor]) -> Tensor:
+    """Make ``self`` hold ``compute(self)``'s result, with torch's checks and autograd rebasing.
+
+    With autograd on, ``compute`` sees a copy of the old value that stands in
+    ``self``'s place in the graph (so backward can still use the old value),
+    and ``self`` then takes over the result's place in the graph.
+    """
+    _check_inplace(self, name + "_")
+    recording = is_grad_enabled()
+    result = compute(_snapshot(self) if recording else self)
+    if result.shape != self.shape:
+        raise RuntimeError(
+            f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(result.shape)}"
+        )
+    if not dtypes.can_cast(result.dtype, self.dtype):
+        raise RuntimeError(f"result type {_dtype_name(result.dtype)} can't be cast to the desired output type "
+                           f"{_dtype_name(self.dtype)}")
+    _check_no_internal_overlap(self)
+    np.copyto(self._array, result._array, casting="unsafe")
+    self._version.value += 1
+    if recording and result._requires_grad:
+        from .views import rebase_history
+
+        rebase_history(self, result)
+    return self
+
+
+def _snapshot(t: Tensor) -> Tensor:
+    """A copy of ``t``'s current value at ``t``'s position in the graph."""
+    snap = Tensor._make(t._array.copy(), requires_grad=t._requires_grad)
+    snap._grad_fn, snap._output_nr = t._grad_fn, t._output_nr
+    return snap
+
+
+def _check_no_internal_overlap(t: Tensor) -> None:
+    if any(s == 0 and n > 1 for s, n in zip(t._array.strides, t._array.shape)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
+        )

@@ -1,0 +1,127 @@
+"""Matrix products: matmul and its special cases, one differentiable op underneath."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd.function import Function
+from ._dispatch import backend, broadcast_shapes, sum_to_shape
+from .elementwise import _dtype_name
+from .tensor import Tensor
+
+
+def _check_pair(name: str, a: Any, b: Any) -> None:
+    for arg, label in ((a, "input"), (b, "other")):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"{name}(): argument '{label}' must be Tensor, not {type(arg).__name__}")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_dtype_name(a.dtype).lower()} != "
+            f"{_dtype_name(b.dtype).lower()}"
+        )
+
+
+class MatMul(Function):
+    """Batched product of operands with at least 2 dims, batch dims broadcast."""
+
+    @staticmethod
+    def forward(ctx, a: Tensor, b: Tensor):
+        (m, k), (k2, n) = a.shape[-2:], b.shape[-2:]
+        if k != k2:
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})" if a.ndim == 2 and b.ndim == 2
+                else f"Expected size for first two dimensions of batch2 tensor to be: [{b.shape[0] if b.ndim > 2 else 1}"
+                     f", {k}] but got: [{b.shape[0] if b.ndim > 2 else 1}, {k2}]."
+            )
+        batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a3 = np.broadcast_to(a._array, batch + (m, k)).reshape(-1, m, k)
+        b3 = np.broadcast_to(b._array, batch + (k, n)).reshape(-1, k, n)
+        out = np.empty((a3.shape[0], m, n), dtype=a._array.dtype)
+        backend(a, b).matmul(a3, b3, out)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(a, b)
+        return out.reshape(batch + (m, n))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        a, b = ctx.saved_tensors
+        ga = sum_to_shape(matmul(g, b.mT), a.shape) if ctx.needs_input_grad[0] else None
+        gb = sum_to_shape(matmul(a.mT, g), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """torch.matmul: dot, matrix-vector, matrix-matrix or broadcast batched product by the operands' ranks."""
+    _check_pair("matmul", input, other)
+    if input.ndim == 0 or other.ndim == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {input.ndim}D and {other.ndim}D"
+        )
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other)
+    if input.ndim == 1:
+        return MatMul.apply(input.unsqueeze(0), other).squeeze(-2)
+    if other.ndim == 1:
+        return MatMul.apply(input, other.unsqueeze(-1)).squeeze(-1)
+    return MatMul.apply(input, other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices."""
+    _check_pair("mm", input, mat2)
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
+    return MatMul.apply(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two batches of matrices of the same batch size."""
+    _check_pair("bmm", input, mat2)
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch{1 if input.ndim != 3 else 2} must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, {input.shape[2]}] "
+            f"but got: [{mat2.shape[0]}, {mat2.shape[1]}]."
+        )
+    return MatMul.apply(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors of the same length."""
+    _check_pair("dot", input, other)
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] to have the "
+            "same number of elements, but got "
+            f"{input.shape[0]} and {other.shape[0]} elements respectively"
+        )
+    return MatMul.apply(input.unsqueeze(0), other.unsqueeze(-1)).reshape(())
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix times vector."""
+    _check_pair("mv", input, vec)
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {vec.ndim}, {input.ndim}, {vec.ndim}")
+    return matmul(input, vec)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two vectors."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError("outer: expected 1D tensors")
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    product = mm(mat1, mat2)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return product + (input if beta == 1 else input * beta)

@@ -1,0 +1,145 @@
+"""Bind the tensor ops as ``Tensor`` methods and operators, with torch's names."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import conversion, elementwise as ew, matmul as mm, reduce as red, views
+from .tensor import Tensor
+
+
+def _method(fn: Callable, name: str) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
+def _unary_method(name: str) -> Callable:
+    return _method(lambda self: ew.unary(name, self), name)
+
+
+def _unary_inplace(name: str) -> Callable:
+    return _method(lambda self: ew.inplace(self, name, lambda s: ew.unary(name, s)), name + "_")
+
+
+def _binary_inplace(name: str, fn: Callable) -> Callable:
+    return _method(lambda self, other, **kw: ew.inplace(self, name, lambda s: fn(s, other, **kw)), name + "_")
+
+
+def _reflected(fn: Callable, name: str) -> Callable:
+    return _method(lambda self, other: fn(other, self), name)
+
+
+def bind() -> None:
+    """Attach every op to ``Tensor`` (called once when ember is imported)."""
+    for name in ew.UNARY_OPS:
+        setattr(Tensor, name, _unary_method(name))
+        setattr(Tensor, name + "_", _unary_inplace(name))
+    Tensor.absolute = Tensor.abs
+    Tensor.negative = Tensor.neg
+    Tensor.arcsin, Tensor.arccos, Tensor.arctan = Tensor.asin, Tensor.acos, Tensor.atan
+    Tensor.arcsinh, Tensor.arccosh, Tensor.arctanh = Tensor.asinh, Tensor.acosh, Tensor.atanh
+    Tensor.fix = Tensor.trunc
+
+    binaries = {
+        "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "pow": ew.pow, "floor_divide": ew.floor_divide,
+        "remainder": lambda a, b: ew.binary("remainder", a, b), "fmod": lambda a, b: ew.binary("fmod", a, b),
+        "atan2": lambda a, b: ew.binary("atan2", a, b), "hypot": lambda a, b: ew.binary("hypot", a, b),
+        "maximum": lambda a, b: ew.binary("maximum", a, b), "minimum": lambda a, b: ew.binary("minimum", a, b),
+        "fmax": lambda a, b: ew.binary("fmax", a, b), "fmin": lambda a, b: ew.binary("fmin", a, b),
+        "copysign": lambda a, b: ew.binary("copysign", a, b), "xlogy": lambda a, b: ew.binary("xlogy", a, b),
+        "eq": lambda a, b: ew.binary("eq", a, b), "ne": lambda a, b: ew.binary("ne", a, b),
+        "lt": lambda a, b: ew.binary("lt", a, b), "le": lambda a, b: ew.binary("le", a, b),
+        "gt": lambda a, b: ew.binary("gt", a, b), "ge": lambda a, b: ew.binary("ge", a, b),
+        "logical_and": lambda a, b: ew.binary("logical_and", a, b),
+        "logical_or": lambda a, b: ew.binary("logical_or", a, b),
+        "logical_xor": lambda a, b: ew.binary("logical_xor", a, b),
+        "bitwise_and": lambda a, b: ew.binary("bitwise_and", a, b),
+        "bitwise_or": lambda a, b: ew.binary("bitwise_or", a, b),
+        "bitwise_xor": lambda a, b: ew.binary("bitwise_xor", a, b),
+        "bitwise_left_shift": lambda a, b: ew.binary("bitwise_left_shift", a, b),
+        "bitwise_right_shift": lambda a, b: ew.binary("bitwise_right_shift", a, b),
+    }
+    for name, fn in binaries.items():
+        setattr(Tensor, name, _method(fn, name))
+        setattr(Tensor, name + "_", _binary_inplace(name, fn))
+    Tensor.multiply, Tensor.divide, Tensor.subtract = Tensor.mul, Tensor.div, Tensor.sub
+    Tensor.true_divide, Tensor.arctan2 = Tensor.div, Tensor.atan2
+    Tensor.greater, Tensor.less, Tensor.greater_equal, Tensor.less_equal = Tensor.gt, Tensor.lt, Tensor.ge, Tensor.le
+    Tensor.not_equal = Tensor.ne
+
+    for name, fn in {
+        "isnan": ew.isnan, "isinf": ew.isinf, "isfinite": ew.isfinite, "isposinf": ew.isposinf,
+        "isneginf": ew.isneginf, "signbit": ew.signbit, "logical_not": ew.logical_not,
+        "bitwise_not": ew.bitwise_not, "where": lambda self, cond, other: ew.where(cond, self, other),
+        "clamp": ew.clamp, "clip": ew.clamp, "lerp": ew.lerp, "addcmul": ew.addcmul, "addcdiv": ew.addcdiv,
+        "nan_to_num": ew.nan_to_num,
+        # reductions
+        "sum": red.sum, "mean": red.mean, "prod": red.prod, "max": red.max, "min": red.min, "amax": red.amax,
+        "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "all": red.all, "any": red.any,
+        "count_nonzero": red.count_nonzero, "var": red.var, "std": red.std, "norm": red.norm,
+        "logsumexp": red.logsumexp, "cumsum": red.cumsum, "cumprod": red.cumprod, "median": red.median,
+        # views
+        "view": views.view, "view_as": views.view_as, "reshape": views.reshape, "reshape_as": views.reshape_as,
+        "flatten": views.flatten, "unflatten": views.unflatten, "squeeze": views.squeeze,
+        "unsqueeze": views.unsqueeze, "permute": views.permute, "transpose": views.transpose,
+        "swapaxes": views.transpose, "swapdims": views.transpose, "t": views.t, "expand": views.expand,
+        "expand_as": views.expand_as, "broadcast_to": views.broadcast_to, "narrow": views.narrow,
+        "select": views.select, "unbind": views.unbind, "split": views.split, "chunk": views.chunk,
+        "movedim": views.movedim, "moveaxis": views.movedim, "diagonal": views.diagonal, "unfold": views.unfold,
+        "as_strided": views.as_strided, "contiguous": views.contiguous,
+        # products
+        "matmul": mm.matmul, "mm": mm.mm, "bmm": mm.bmm, "dot": mm.dot, "mv": mm.mv, "outer": mm.outer,
+        "addmm": mm.addmm,
+        # conversion
+        "to": conversion.to, "clone": conversion.clone, "float": conversion.float_, "double": conversion.double,
+        "half": conversion.half, "long": conversion.long, "int": conversion.int_, "short": conversion.short,
+        "char": conversion.char, "byte": conversion.byte, "bool": conversion.bool_, "type_as": conversion.type_as,
+        "copy_": conversion.copy_, "fill_": conversion.fill_, "zero_": conversion.zero_,
+        "new_zeros": conversion.new_zeros, "new_ones": conversion.new_ones, "new_empty": conversion.new_empty,
+        "new_full": conversion.new_full, "new_tensor": conversion.new_tensor,
+    }.items():
+        setattr(Tensor, name, _method(fn, name))
+    Tensor.clamp_ = _method(lambda self, min=None, max=None: ew.inplace(
+        self, "clamp", lambda s: ew.clamp(s, min, max)), "clamp_")
+    Tensor.clip_ = Tensor.clamp_
+    Tensor.lerp_ = _method(lambda self, end, weight: ew.inplace(self, "lerp", lambda s: ew.lerp(s, end, weight)),
+                           "lerp_")
+    Tensor.addcmul_ = _method(lambda self, t1, t2, value=1: ew.inplace(
+        self, "addcmul", lambda s: ew.addcmul(s, t1, t2, value=value)), "addcmul_")
+    Tensor.addcdiv_ = _method(lambda self, t1, t2, value=1: ew.inplace(
+        self, "addcdiv", lambda s: ew.addcdiv(s, t1, t2, value=value)), "addcdiv_")
+    Tensor.T = property(views.full_transpose)
+    Tensor.mT = property(views.matrix_transpose)
+    Tensor.H = Tensor.T
+    Tensor.mH = Tensor.mT
+    _bind_operators()
+
+
+def _bind_operators() -> None:
+    ops = {
+        "__add__": Tensor.add, "__sub__": Tensor.sub, "__mul__": Tensor.mul, "__truediv__": Tensor.div,
+        "__floordiv__": Tensor.floor_divide, "__mod__": Tensor.remainder, "__pow__": Tensor.pow,
+        "__matmul__": Tensor.matmul, "__and__": Tensor.bitwise_and, "__or__": Tensor.bitwise_or,
+        "__xor__": Tensor.bitwise_xor, "__lshift__": Tensor.bitwise_left_shift,
+        "__rshift__": Tensor.bitwise_right_shift, "__eq__": Tensor.eq, "__ne__": Tensor.ne, "__lt__": Tensor.lt,
+        "__le__": Tensor.le, "__gt__": Tensor.gt, "__ge__": Tensor.ge, "__neg__": Tensor.neg,
+        "__abs__": Tensor.abs, "__invert__": Tensor.bitwise_not,
+        "__iadd__": Tensor.add_, "__isub__": Tensor.sub_, "__imul__": Tensor.mul_, "__itruediv__": Tensor.div_,
+        "__ifloordiv__": Tensor.floor_divide_, "__imod__": Tensor.remainder_, "__ipow__": Tensor.pow_,
+        "__iand__": Tensor.bitwise_and_, "__ior__": Tensor.bitwise_or_, "__ixor__": Tensor.bitwise_xor_,
+    }
+    for name, fn in ops.items():
+        setattr(Tensor, name, fn)
+    Tensor.__pos__ = lambda self: self
+    reflected = {
+        "__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul, "__rtruediv__": ew.div,
+        "__rfloordiv__": ew.floor_divide, "__rmod__": lambda a, b: ew.binary("remainder", a, b),
+        "__rpow__": ew.pow, "__rmatmul__": mm.matmul,
+        "__rand__": lambda a, b: ew.binary("bitwise_and", a, b), "__ror__": lambda a, b: ew.binary("bitwise_or", a, b),
+        "__rxor__": lambda a, b: ew.binary("bitwise_xor", a, b),
+    }
+    for name, fn in reflected.items():
+        setattr(Tensor, name, _reflected(fn, name))

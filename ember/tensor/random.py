@@ -1,0 +1,165 @@
+"""Random-number generators: ``ember.Generator`` and the default-generator functions of ``torch.random``.
+
+A Generator wraps NumPy's ``np.random.Generator(np.random.PCG64(seed))``. Seeding,
+state capture and forking behave like torch's (same seed range and wrapping,
+same never-seeded initial seed, states are uint8 tensors), but the streams are
+NumPy's: ``ember.manual_seed(0); ember.rand(3)`` is reproducible from run to run
+and does not match ``torch.manual_seed(0); torch.rand(3)``.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+from typing import Any, Iterator
+
+import numpy as np
+
+from .device import as_device
+from .tensor import Tensor
+
+# torch's default_rng_seed_val: the seed every fresh process starts from.
+DEFAULT_SEED = 67280421310721
+
+_SEED_MIN = -0x8000_0000_0000_0000
+_SEED_MAX = 0xFFFF_FFFF_FFFF_FFFF
+# PCG64 state (128 bits), increment (128 bits), has_uint32, uinteger, initial seed.
+_STATE_LAYOUT = struct.Struct("<16s16sIIQ")
+
+
+def _seed_value(seed: Any) -> int:
+    """Check a seed as torch does and wrap it to its unsigned 64-bit value."""
+    if isinstance(seed, (float, np.floating)):
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
+    try:
+        value = int(seed.__index__())
+    except (AttributeError, TypeError):
+        raise TypeError(f"manual_seed expected an int seed, but got {type(seed).__name__}") from None
+    if not _SEED_MIN <= value <= _SEED_MAX:
+        raise ValueError(
+            f"Overflow when unpacking long long: seed {value} is outside "
+            "[-0x8000_0000_0000_0000, 0xffff_ffff_ffff_ffff]"
+        )
+    return value & _SEED_MAX
+
+
+class Generator:
+    """``torch.Generator``: an independent random stream that sampling ops take as ``generator=``.
+
+    Backed by NumPy's PCG64, so values differ from torch's Mersenne Twister for
+    the same seed; everything else (seeding rules, state round trips) follows torch.
+    """
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self.device = as_device(device)
+        self.manual_seed(DEFAULT_SEED)
+
+    def manual_seed(self, seed: Any) -> "Generator":
+        """Restart the stream from ``seed`` (negative seeds wrap to unsigned 64 bits)."""
+        self._initial_seed = _seed_value(seed)
+        self._np = np.random.Generator(np.random.PCG64(self._initial_seed))
+        return self
+
+    def seed(self) -> int:
+        """Reseed from OS entropy and return the new seed."""
+        new_seed = int.from_bytes(os.urandom(8), "little")
+        self.manual_seed(new_seed)
+        return new_seed
+
+    def initial_seed(self) -> int:
+        """The seed the stream was last started from."""
+        return self._initial_seed
+
+    def get_state(self) -> Tensor:
+        """A uint8 tensor holding the full state; ``set_state`` of it replays the stream from here."""
+        st = self._np.bit_generator.state
+        packed = _STATE_LAYOUT.pack(
+            st["state"]["state"].to_bytes(16, "little"),
+            st["state"]["inc"].to_bytes(16, "little"),
+            st["has_uint32"],
+            st["uinteger"],
+            self._initial_seed,
+        )
+        return Tensor._make(np.frombuffer(packed, dtype=np.uint8).copy())
+
+    def set_state(self, new_state: Tensor) -> "Generator":
+        """Restore a state captured by ``get_state``."""
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state._array.dtype != np.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        raw = np.ascontiguousarray(new_state._array).reshape(-1).tobytes()
+        if len(raw) != _STATE_LAYOUT.size:
+            raise RuntimeError(
+                f"Expected a CPUGeneratorImplState of size {_STATE_LAYOUT.size} but found the input "
+                f"RNG state size to be {len(raw)}"
+            )
+        state, inc, has_uint32, uinteger, initial_seed = _STATE_LAYOUT.unpack(raw)
+        bit_generator = np.random.PCG64()
+        bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": int.from_bytes(state, "little"), "inc": int.from_bytes(inc, "little")},
+            "has_uint32": has_uint32,
+            "uinteger": uinteger,
+        }
+        self._np = np.random.Generator(bit_generator)
+        self._initial_seed = initial_seed
+        return self
+
+    def __reduce__(self):
+        return (_rebuild_generator, (str(self.device), self.get_state()))
+
+
+def _rebuild_generator(device: str, state: Tensor) -> Generator:
+    return Generator(device).set_state(state)
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: Any) -> Generator:
+    """Seed the default generator (anything ``int()`` accepts, as torch does) and return it."""
+    return default_generator.manual_seed(int(seed))
+
+
+def seed() -> int:
+    """Seed the default generator non-deterministically and return the seed."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The default generator's initial seed."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state as a uint8 tensor."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state."""
+    default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, device_type: Any = None) -> Iterator[None]:
+    """Run a block whose random draws do not advance the default generator seen after it.
+
+    ``devices`` and ``device_type`` are accepted for torch compatibility; ember
+    has only the CPU generator, so they select nothing extra.
+    """
+    if not enabled:
+        yield
+        return
+    saved = default_generator.get_state()
+    try:
+        yield
+    finally:
+        default_generator.set_state(saved)
+
+
+__all__ = [
+    "Generator", "default_generator", "manual_seed", "seed", "initial_seed",
+    "get_rng_state", "set_rng_state", "fork_rng",
+]

@@ -1,0 +1,479 @@
+"""Reductions and scans over dims, with torch's dtypes, named-tuple results and gradients."""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import opcodes as op
+from ..autograd.function import Function
+from . import dtypes
+from ._dispatch import backend, compute_dtype
+from .tensor import Tensor, _wrap_dim
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+max_result = namedtuple("max", ["values", "indices"])
+min_result = namedtuple("min", ["values", "indices"])
+median_result = namedtuple("median", ["values", "indices"])
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+
+
+def reduce_dims(x: Tensor, dim: Any, op_name: str) -> tuple[int, ...]:
+    """Normalise ``dim`` (None, int, or a sequence) to sorted non-negative dims."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(x.ndim))
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    wrapped = tuple(_wrap_dim(d, x.ndim, op_name) for d in dims)
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError(f"dim {wrapped[0]} appears multiple times in the list of dims")
+    return tuple(sorted(set(wrapped))) if x.ndim else ()
+
+
+def _keep_shape(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in dims else n for i, n in enumerate(shape))
+
+
+def _final_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+    return _keep_shape(shape, dims) if keepdim else tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _reduce_array(code: int, x: Tensor, dims: tuple[int, ...], keepdim: bool, out_dt: dtypes.dtype) -> np.ndarray:
+    arr = x._array
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    store = compute_dtype(out_dt)
+    out = np.empty(_keep_shape(arr.shape, dims), dtype=store.np)
+    backend(x).reduce(code, arr, dims, out)
+    out = out.reshape(_final_shape(arr.shape, dims, keepdim))
+    return out if store is out_dt else out.astype(out_dt.np)
+
+
+def _expand_back(g: Tensor, shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    """Broadcast a reduced gradient back over the reduced dims (a view, no copy)."""
+    if not keepdim:
+        g = g.reshape(_keep_shape(shape, dims))
+    return g.expand(shape)
+
+
+class Sum(Function):
+    """Sum over dims; integer and bool inputs give int64 as in torch."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, out_dt):
+        ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        return _reduce_array(op.R_SUM, x, dims, keepdim, out_dt)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _expand_back(g, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+
+
+def _sum_dtype(x: Tensor, dtype: Any) -> dtypes.dtype:
+    if dtype is not None:
+        return dtypes.to_dtype(dtype)
+    return x.dtype if x.dtype.is_floating_point else dtypes.int64
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+    """Sum of elements over ``dim`` (all when None)."""
+    dims = reduce_dims(input, dim, "sum")
+    out_dt = _sum_dtype(input, dtype)
+    if dtype is not None and out_dt is not input.dtype:
+        input = input.to(out_dt)
+    return Sum.apply(input, dims, keepdim, out_dt)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Arithmetic mean over ``dim``; floating dtypes only, as in torch."""
+    out_dt = dtypes.to_dtype(dtype) if dtype is not None else input.dtype
+    if not out_dt.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+            f"Got: {_torch_name(out_dt)}"
+        )
+    dims = reduce_dims(input, dim, "mean")
+    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    total = sum(input if out_dt is input.dtype else input.to(out_dt), dims, keepdim)
+    return total / count if count else total * float("nan")
+
+
+def _torch_name(dt: dtypes.dtype) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[dt.name]
+
+
+class Prod(Function):
+    """Product over dims, with the exact gradient also when inputs contain zeros."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, out_dt):
+        result = Tensor._make(_reduce_array(op.R_PROD, x, dims, keepdim, out_dt))
+        if ctx.needs_input_grad:
+            ctx.dims, ctx.keepdim = dims, keepdim
+            ctx.save_for_backward(x, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g):
+        from .elementwise import where
+
+        x, y = ctx.saved_tensors
+        dims, keepdim = ctx.dims, ctx.keepdim
+        g = _expand_back(g, x.shape, dims, keepdim)
+        y = _expand_back(y, x.shape, dims, keepdim)
+        is_zero = x == 0
+        zeros = _expand_back(is_zero.sum(dims, keepdim=True), x.shape, dims, True)
+        others = _expand_back(where(is_zero, 1.0, x).prod(dims, keepdim=True), x.shape, dims, True)
+        grad = where(zeros == 0, y / where(is_zero, 1.0, x), where(is_zero & (zeros == 1), others, 0.0))
+        return g * grad, None, None, None
+
+
+def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Product of elements over one dim (or all)."""
+    if isinstance(dim, (tuple, list)):
+        raise TypeError("prod(): argument 'dim' must be int, not tuple")
+    dims = reduce_dims(input, dim, "prod")
+    out_dt = _sum_dtype(input, dtype)
+    if out_dt is not input.dtype:
+        input = input.to(out_dt)
+    return Prod.apply(input, dims, keepdim, out_dt)
+
+
+class Extreme(Function):
+    """amax/amin over dims; ties share the gradient evenly, as torch does."""
+
+    @staticmethod
+    def forward(ctx, x, code, dims, keepdim):
+        result = Tensor._make(_reduce_array(code, x, dims, keepdim, x.dtype))
+        if ctx.needs_input_grad:
+            ctx.dims, ctx.keepdim = dims, keepdim
+            ctx.save_for_backward(x, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        y = _expand_back(y, x.shape, ctx.dims, ctx.keepdim)
+        mask = (x == y) | (x.isnan() & y.isnan())
+        share = mask / _expand_back(mask.sum(ctx.dims, keepdim=True), x.shape, ctx.dims, True)
+        return _expand_back(g, x.shape, ctx.dims, ctx.keepdim) * share, None, None, None
+
+
+def _check_nonempty(x: Tensor, dims: tuple[int, ...], name: str) -> None:
+    if x.numel() == 0 and (not dims or any(x.shape[d] == 0 for d in dims)):
+        if not dims or len(dims) == x.ndim:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
+                "dim with the 'dim' parameter."
+            )
+        raise IndexError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero size.")
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Maximum over dims (NaN propagates)."""
+    dims = reduce_dims(input, dim, "amax")
+    _check_nonempty(input, dims, "amax")
+    return Extreme.apply(input, op.R_MAX, dims, keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Minimum over dims (NaN propagates)."""
+    dims = reduce_dims(input, dim, "amin")
+    _check_nonempty(input, dims, "amin")
+    return Extreme.apply(input, op.R_MIN, dims, keepdim)
+
+
+class ArgExtreme(Function):
+    """max/min along one dim returning (values, indices); the gradient goes to the chosen index."""
+
+    @staticmethod
+    def forward(ctx, x, code, dim, keepdim):
+        arr = x._array if x._array.dtype != np.float16 else x._array.astype(np.float32)
+        keep = _keep_shape(arr.shape, (dim,))
+        values = np.empty(keep, dtype=arr.dtype)
+        indices = np.empty(keep, dtype=np.int64)
+        backend(x).arg_reduce(code, arr, dim, values, indices)
+        final = _final_shape(arr.shape, (dim,), keepdim)
+        values = Tensor._make(values.reshape(final).astype(x._array.dtype, copy=False))
+        indices = Tensor._make(indices.reshape(final))
+        ctx.mark_non_differentiable(indices)
+        if ctx.needs_input_grad:
+            ctx.dim, ctx.keepdim, ctx.shape = dim, keepdim, x.shape
+            ctx.save_for_backward(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, g, _g_indices):
+        (indices,) = ctx.saved_tensors
+        return scatter_to_index(g, indices, ctx.dim, ctx.keepdim, ctx.shape), None, None, None
+
+
+def scatter_to_index(g: Tensor, indices: Tensor, dim: int, keepdim: bool, shape: tuple[int, ...]) -> Tensor:
+    """Place ``g`` at ``indices`` along ``dim`` of zeros of ``shape`` (differentiable in ``g``)."""
+    from .creation import arange
+
+    if not keepdim and len(shape):
+        g, indices = g.unsqueeze(dim), indices.unsqueeze(dim)
+    if not len(shape):
+        return g
+    positions = arange(shape[dim]).reshape(tuple(shape[dim] if i == dim else 1 for i in range(len(shape))))
+    return g * (positions == indices)
+
+
+def _arg_extreme(input: Tensor, code: int, dim: Any, keepdim: bool, name: str):
+    d = _wrap_dim(dim, input.ndim, name)
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    return ArgExtreme.apply(input, code, d, keepdim)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - torch's name
+    """The largest element, or (values, indices) along ``dim``; with a tensor, the elementwise maximum."""
+    if isinstance(dim, Tensor):
+        from .elementwise import binary
+
+        return binary("maximum", input, dim)
+    if dim is None:
+        _check_nonempty(input, (), "max")
+        return amax(input)
+    return max_result(*_arg_extreme(input, op.A_MAX, dim, keepdim, "max"))
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - torch's name
+    """The smallest element, or (values, indices) along ``dim``; with a tensor, the elementwise minimum."""
+    if isinstance(dim, Tensor):
+        from .elementwise import binary
+
+        return binary("minimum", input, dim)
+    if dim is None:
+        _check_nonempty(input, (), "min")
+        return amin(input)
+    return min_result(*_arg_extreme(input, op.A_MIN, dim, keepdim, "min"))
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum (in the flattened tensor when ``dim`` is None)."""
+    if dim is None:
+        _check_nonempty(input, (), "argmax")
+        flat_index = _arg_extreme(input.reshape(-1), op.A_MAX, 0, False, "argmax")[1]
+        return flat_index.reshape((1,) * input.ndim) if keepdim else flat_index
+    return _arg_extreme(input, op.A_MAX, dim, keepdim, "argmax")[1]
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first minimum (in the flattened tensor when ``dim`` is None)."""
+    if dim is None:
+        _check_nonempty(input, (), "argmin")
+        flat_index = _arg_extreme(input.reshape(-1), op.A_MIN, 0, False, "argmin")[1]
+        return flat_index.reshape((1,) * input.ndim) if keepdim else flat_index
+    return _arg_extreme(input, op.A_MIN, dim, keepdim, "argmin")[1]
+
+
+def _logical(code: int, input: Tensor, dim: Any, keepdim: bool, name: str, out_dt: dtypes.dtype) -> Tensor:
+    dims = reduce_dims(input, dim, name)
+    return Tensor._make(_reduce_array(code, input, dims, keepdim, out_dt))
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element is nonzero (bool result; uint8 stays uint8 as in torch)."""
+    return _logical(op.R_ALL, input, dim, keepdim, "all", dtypes.uint8 if input.dtype is dtypes.uint8 else dtypes.bool)
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether some element is nonzero."""
+    return _logical(op.R_ANY, input, dim, keepdim, "any", dtypes.uint8 if input.dtype is dtypes.uint8 else dtypes.bool)
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    """Number of nonzero elements (int64)."""
+    return _logical(op.R_COUNT_NONZERO, input, dim, False, "count_nonzero", dtypes.int64)
+
+
+def _float_input(input: Tensor, name: str) -> None:
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}(): input dtype should be either floating point or complex dtypes. "
+                           f"Got {_torch_name(input.dtype)} instead.")
+
+
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Variance over dims with Bessel's correction by default (``correction=1``)."""
+    _float_input(input, "var")
+    if isinstance(dim, bool) and unbiased is None:
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    dims = reduce_dims(input, dim, "var")
+    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    centered = input - mean(input, dims, keepdim=True)
+    total = (centered * centered).sum(dims, keepdim=keepdim)
+    denominator = count - correction
+    return total / (denominator if denominator > 0 else 0)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Standard deviation: the square root of ``var``."""
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """(var, mean) in one call."""
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """(std, mean) in one call."""
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+class Norm2(Function):
+    """The Euclidean norm; its gradient is 0 (not NaN) at the zero vector, as in torch."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        result = Tensor._make(np.sqrt(_reduce_array(op.R_SUMSQ, x, dims, keepdim, x.dtype)))
+        if ctx.needs_input_grad:
+            ctx.dims, ctx.keepdim = dims, keepdim
+            ctx.save_for_backward(x, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g):
+        from .elementwise import where
+
+        x, y = ctx.saved_tensors
+        y = _expand_back(y, x.shape, ctx.dims, ctx.keepdim)
+        g = _expand_back(g, x.shape, ctx.dims, ctx.keepdim)
+        return g * x / where(y == 0, 1.0, y) * (y != 0), None, None
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Vector p-norm over dims (``"fro"`` and 2 are the Euclidean norm)."""
+    _float_input(input, "linalg.vector_norm")
+    if dtype is not None:
+        input = input.to(dtypes.to_dtype(dtype))
+    dims = reduce_dims(input, dim, "norm")
+    if p in ("fro", 2, 2.0):
+        return Norm2.apply(input, dims, keepdim)
+    if p == float("inf"):
+        return amax(input.abs(), dims, keepdim)
+    if p == float("-inf"):
+        return amin(input.abs(), dims, keepdim)
+    if p == 0:
+        return (input != 0).to(input.dtype).sum(dims, keepdim)
+    if p == 1:
+        return input.abs().sum(dims, keepdim)
+    if isinstance(p, str):
+        raise RuntimeError(f"norm(): unsupported norm type {p!r} for vector norms")
+    return input.abs().pow(p).sum(dims, keepdim).pow(1.0 / p)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over dims, computed stably (shifted by the maximum)."""
+    from .elementwise import where
+
+    if not input.dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    dims = reduce_dims(input, dim, "logsumexp")
+    if input.numel() == 0:
+        return (input.exp().sum(dims, keepdim)).log()
+    shift = amax(input, dims, keepdim=True).detach()
+    shift = where(shift.isinf(), 0.0, shift)
+    total = (input - shift).exp().sum(dims, keepdim=True).log() + shift
+    return total if keepdim else total.squeeze(dims)
+
+
+class Scan(Function):
+    """cumsum / cumprod along one dim."""
+
+    @staticmethod
+    def forward(ctx, x, code, dim, out_dt):
+        arr = x._array if x._array.dtype != np.float16 else x._array.astype(np.float32)
+        out = np.empty(arr.shape, dtype=compute_dtype(out_dt).np)
+        if arr.size:
+            backend(x).scan(code, arr, dim, out)
+        result = Tensor._make(out if out.dtype == out_dt.np else out.astype(out_dt.np))
+        if ctx.needs_input_grad:
+            ctx.code, ctx.dim = code, dim
+            ctx.save_for_backward(x, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        d = ctx.dim
+        if ctx.code == op.S_SUM:
+            return _reverse_cumsum(g, d), None, None, None
+        # cumprod: d y_j / d x_i = y_j / x_i for j >= i (inputs without zeros)
+        return _reverse_cumsum(g * y, d) / x, None, None, None
+
+
+def _reverse_cumsum(g: Tensor, dim: int) -> Tensor:
+    return g.sum(dim, keepdim=True) - g.cumsum(dim) + g
+
+
+def _scan(input: Tensor, code: int, dim: int, dtype: Any, name: str) -> Tensor:
+    d = _wrap_dim(dim, input.ndim, name)
+    out_dt = _sum_dtype(input, dtype)
+    if out_dt is not input.dtype:
+        input = input.to(out_dt)
+    if input.ndim == 0:
+        return Scan.apply(input.reshape(1), code, 0, out_dt).reshape(())
+    return Scan.apply(input, code, d, out_dt)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running sum along ``dim`` (integers accumulate in int64)."""
+    return _scan(input, op.S_SUM, dim, dtype, "cumsum")
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running product along ``dim``."""
+    return _scan(input, op.S_PROD, dim, dtype, "cumprod")
+
+
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower median (of all elements, or (values, indices) along ``dim``)."""
+    if dim is None:
+        if input.numel() == 0:
+            return Tensor._make(np.array(np.nan, dtype=input._array.dtype))
+        flat = input.reshape(-1)
+        values, _ = median(flat, 0)
+        return values
+    d = _wrap_dim(dim, input.ndim, "median")
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    return median_result(*Median.apply(input, d, keepdim))
+
+
+class Median(Function):
+    """Lower median along one dim; NaN is the median of any slice that holds one, as in torch."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        arr = x._array if x.ndim else x._array.reshape(1)
+        k = (arr.shape[dim] - 1) // 2
+        order = np.argsort(arr, axis=dim, kind="stable")
+        idx = np.take(order, [k], axis=dim)
+        has_nan = np.isnan(arr).any(axis=dim, keepdims=True) if x.dtype.is_floating_point else None
+        if has_nan is not None and has_nan.any():
+            first_nan = np.argmax(np.isnan(arr), axis=dim, keepdims=True)
+            idx = np.where(has_nan, first_nan, idx)
+        values = np.take_along_axis(arr, idx, axis=dim)
+        final = _final_shape(x.shape, (dim,), keepdim) if x.ndim else ()
+        indices = Tensor._make(idx.reshape(final).astype(np.int64))
+        ctx.mark_non_differentiable(indices)
+        if ctx.needs_input_grad:
+            ctx.dim, ctx.keepdim, ctx.shape = dim, keepdim, x.shape
+            ctx.save_for_backward(indices)
+        return Tensor._make(values.reshape(final)), indices
+
+    @staticmethod
+    def backward(ctx, g, _gi):
+        (indices,) = ctx.saved_tensors
+        return scatter_to_index(g, indices, ctx.dim, ctx.keepdim, ctx.shape), None, None

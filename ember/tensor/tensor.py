@@ -1,0 +1,401 @@
+"""The Tensor: a NumPy array plus autograd bookkeeping.
+
+Ops are defined in their own modules (elementwise, reduce, views, ...) and
+bound as methods by ``methods.py``; this class holds only the state and the
+behaviour that is about the tensor itself (properties, conversion, backward).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..autograd.function import AccumulateGrad, RemovableHandle
+from ..autograd.grad_mode import is_grad_enabled
+from . import dtypes
+from .device import CPU, as_device
+
+
+class _Version:
+    """One counter per storage, shared by all its views; in-place ops bump it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+class Tensor:
+    """A multi-dimensional array with PyTorch's API, on NumPy storage (CPU)."""
+
+    __slots__ = (
+        "_array", "_version", "_requires_grad", "_grad_fn", "_output_nr", "grad", "_accumulator",
+        "_retains_grad", "_base", "_view_fn", "__weakref__", "__dict__",
+    )
+    __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from .creation import _legacy_constructor
+
+        _legacy_constructor(self, *args, **kwargs)
+
+    @classmethod
+    def _make(cls, array: np.ndarray, requires_grad: bool = False, version: _Version | None = None,
+              base: "Tensor | None" = None) -> "Tensor":
+        """Wrap an array without copying (the storage is shared with ``array``)."""
+        t = object.__new__(cls)
+        t._array = array
+        t._version = version if version is not None else _Version()
+        t._requires_grad = requires_grad
+        t._grad_fn = None
+        t._output_nr = 0
+        t.grad = None
+        t._accumulator = None
+        t._retains_grad = False
+        t._base = base
+        t._view_fn = None
+        return t
+
+    def _alias(self) -> "Tensor":
+        """A new tensor object over the same storage and version counter."""
+        return Tensor._make(self._array, version=self._version, base=self)
+
+    # -- metadata -----------------------------------------------------------
+    @property
+    def shape(self) -> "Size":
+        return Size(self._array.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the length of one dimension."""
+        if dim is None:
+            return Size(self._array.shape)
+        return self._array.shape[_wrap_dim(dim, self._array.ndim, "size")]
+
+    def dim(self) -> int:
+        return self._array.ndim
+
+    @property
+    def ndim(self) -> int:
+        return self._array.ndim
+
+    def ndimension(self) -> int:
+        return self._array.ndim
+
+    def numel(self) -> int:
+        return int(self._array.size)
+
+    def nelement(self) -> int:
+        return int(self._array.size)
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return dtypes._BY_NP[self._array.dtype]
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
+    def get_device(self) -> int:
+        return -1
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    def element_size(self) -> int:
+        return self._array.itemsize
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Strides in elements, as torch reports them."""
+        item = self._array.itemsize
+        strides = tuple(s // item for s in self._array.strides)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim(dim, self._array.ndim, "stride")]
+
+    def storage_offset(self) -> int:
+        base = self._array
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return (self._array.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // self._array.itemsize
+
+    def data_ptr(self) -> int:
+        return self._array.__array_interface__["data"][0]
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """C-contiguity in torch's sense (size-1 dims may have any stride)."""
+        from .memory_format import is_contiguous_as
+
+        return is_contiguous_as(self._array, memory_format)
+
+    def type(self, dtype: Any = None) -> Any:
+        """The legacy type name (``torch.FloatTensor``), or a cast when ``dtype`` is given."""
+        if dtype is None:
+            return _LEGACY_NAMES[self.dtype.name]
+        if isinstance(dtype, str) and dtype in _LEGACY_BY_NAME:
+            dtype = _LEGACY_BY_NAME[dtype]
+        return self.to(dtypes.to_dtype(dtype))
+
+    # -- autograd state ----------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Start (or stop) recording ops on this leaf tensor."""
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _version_value(self) -> int:
+        return self._version.value
+
+    def _grad_accumulator(self) -> AccumulateGrad:
+        if self._accumulator is None:
+            self._accumulator = AccumulateGrad(self)
+        return self._accumulator
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing storage (and version counter) that is cut from the graph."""
+        return Tensor._make(self._array, version=self._version, base=self)
+
+    def detach_(self) -> "Tensor":
+        """Cut this tensor from the graph in place."""
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """A detached tensor over the same storage whose changes autograd does not track."""
+        return Tensor._make(self._array)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._array = value._array
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if self._retains_grad:
+            return
+        self._retains_grad = True
+
+        def keep(grad: "Tensor") -> None:
+            self.grad = grad.detach() if self.grad is None else self.grad + grad.detach()
+
+        self._register_node_hook(keep)
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
+        """Run ``hook(grad)`` when this tensor's gradient is computed; it may return a replacement."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            return self._register_node_hook(hook, self._grad_accumulator(), 0)
+        return self._register_node_hook(hook)
+
+    def _register_node_hook(self, hook: Callable, node: Any = None, index: int | None = None) -> RemovableHandle:
+        node = node if node is not None else self._grad_fn
+        index = self._output_nr if index is None else index
+        table = node.__dict__.setdefault("_tensor_hooks", {})
+        return RemovableHandle.add(table.setdefault(index, {}), hook)
+
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``ember.autograd.backward``)."""
+        from ..autograd import backward
+
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    # -- conversion --------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The NumPy array sharing this tensor's memory."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._array
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self._array.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._array.size} elements cannot be converted to Scalar"
+            )
+        return self._array.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._array.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._array.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous"
+                if self._array.size else "Boolean value of Tensor with no values is ambiguous"
+            )
+        return bool(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self._array.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __len__(self) -> int:
+        if self._array.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._array.shape[0]
+
+    def __iter__(self):
+        if self._array.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from .printing import tensor_repr
+
+        return tensor_repr(self)
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __format__(self, spec: str) -> str:
+        if self._array.ndim == 0 and spec:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec) if spec else self.__repr__()
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment."
+            )
+        t = Tensor._make(self._array.copy(), requires_grad=self._requires_grad)
+        if self.grad is not None:
+            t.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
+    def __reduce_ex__(self, protocol: int):
+        return (_rebuild_tensor, (self._array.copy(), self._requires_grad))
+
+    @property
+    def is_shared(self) -> Callable[[], bool]:
+        return lambda: False
+
+
+def _rebuild_tensor(array: np.ndarray, requires_grad: bool) -> Tensor:
+    return Tensor._make(array, requires_grad=requires_grad)
+
+
+class Size(tuple):
+    """``torch.Size``: a tuple of ints that prints as ``ember.Size([...])``."""
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __getitem__(self, item: Any) -> Any:
+        result = tuple.__getitem__(self, item)
+        return Size(result) if isinstance(item, slice) else result
+
+    def __add__(self, other: Any) -> "Size":
+        return Size(tuple(self) + tuple(other))
+
+
+def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    """Turn a possibly negative dim into an index, with torch's IndexError when out of range."""
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    rank = max(ndim, 1)
+    if dim < -rank or dim >= rank:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {dim})"
+        )
+    return int(dim) % rank if ndim else 0
+
+
+_LEGACY_NAMES = {
+    "float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+    "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
+    "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
+}
+_LEGACY_BY_NAME = {v: dtypes._BY_NAME[k] for k, v in _LEGACY_NAMES.items()}
+
+
+def is_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is an ember Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def _check_inplace(t: Tensor, op: str) -> None:
+    """torch's rule: a leaf that requires grad (or a view of one) cannot change in place in grad mode."""
+    if not is_grad_enabled():
+        return
+    if t._requires_grad and t._grad_fn is None:
+        raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place operation. ({op})")
+    base = t._base
+    if base is not None and t._view_fn is not None and base._requires_grad and base._grad_fn is None:
+        raise RuntimeError(
+            f"a view of a leaf Variable that requires grad is being used in an in-place operation. ({op})"
+        )
+
+
+__all__ = ["Tensor", "Size", "is_tensor", "as_device"]

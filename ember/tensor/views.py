@@ -1,0 +1,482 @@
+"""View ops: tensors that share storage (and the version counter) with their base.
+
+Every view is described by a function from the base's array to the view's
+array. That one description serves the forward pass, the gradient (scatter
+the incoming gradient into the viewed region of zeros), and in-place changes
+made through a view (the base's graph history is rebased, as torch's
+CopySlices does).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..autograd.function import Function
+from . import dtypes
+from ._dispatch import sum_to_shape
+from .tensor import Size, Tensor, _wrap_dim
+
+ViewFn = Callable[[np.ndarray], np.ndarray]
+
+
+def _root(x: Tensor) -> tuple[Tensor, ViewFn | None]:
+    return (x._base, x._view_fn) if x._view_fn is not None else (x, None)
+
+
+def _compose(outer: ViewFn, inner: ViewFn | None) -> ViewFn:
+    return outer if inner is None else (lambda a: outer(inner(a)))
+
+
+class View(Function):
+    """A view of the input; backward is given per view op (cheap inverse, or scatter into zeros)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, view_fn: ViewFn, grad_fn: Callable | None):
+        out = view_fn(x._array)
+        base, parent_fn = _root(x)
+        t = Tensor._make(out, version=x._version, base=base)
+        t._view_fn = _compose(view_fn, parent_fn)
+        if ctx.needs_input_grad:
+            ctx.view_fn, ctx.grad_fn, ctx.input_shape = view_fn, grad_fn, x.shape
+        return t
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        if ctx.grad_fn is not None:
+            return ctx.grad_fn(g), None, None
+        return EmbedIntoView.apply(g, ctx.input_shape, ctx.view_fn, False), None, None
+
+
+class EmbedIntoView(Function):
+    """Zeros of ``shape`` with ``g`` added into the region ``view_fn`` selects (the adjoint of a view)."""
+
+    @staticmethod
+    def forward(ctx, g: Tensor, shape: tuple[int, ...], view_fn: ViewFn, overlapping: bool):
+        ctx.view_fn = view_fn
+        n = math.prod(shape)
+        if overlapping:
+            index = view_fn(np.arange(n).reshape(shape))
+            flat = np.bincount(index.reshape(-1), weights=g._array.reshape(-1).astype(np.float64), minlength=n)
+            return flat.astype(g._array.dtype).reshape(shape)
+        out = np.zeros(shape, dtype=g._array.dtype)
+        view_fn(out)[...] = g._array
+        return out
+
+    @staticmethod
+    def backward(ctx, gg: Tensor):
+        return make_view(gg, ctx.view_fn, None), None, None, None
+
+
+def make_view(x: Tensor, view_fn: ViewFn, grad_fn: Callable | None) -> Tensor:
+    """Apply a view op to ``x``; ``grad_fn=None`` means 'scatter the gradient back into zeros'."""
+    return View.apply(x, view_fn, grad_fn)
+
+
+class CopySlices(Function):
+    """Graph step for a base after an in-place change made through one of its views."""
+
+    @staticmethod
+    def forward(ctx, base: Tensor, src: Tensor, view_fn: ViewFn):
+        ctx.view_fn, ctx.shape = view_fn, base.shape
+        return Tensor._make(base._array, version=base._version)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        region = make_view(g, ctx.view_fn, None)
+        g_base = g - EmbedIntoView.apply(region, ctx.shape, ctx.view_fn, False)
+        return g_base, region, None
+
+
+def rebase_history(t: Tensor, result: Tensor) -> None:
+    """After ``t``'s storage took ``result``'s values in place, put ``t`` where ``result`` is in the graph."""
+    if t._view_fn is None:
+        t._grad_fn, t._output_nr, t._requires_grad = result._grad_fn, result._output_nr, True
+        return
+    base = t._base
+    new_base = CopySlices.apply(base, result, t._view_fn)
+    base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
+    fresh = make_view(base, t._view_fn, None)
+    t._grad_fn, t._output_nr, t._requires_grad = fresh._grad_fn, 0, True
+
+
+# ----------------------------------------------------------------------------- shapes
+def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` or ``f(Size)``, like torch."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = tuple(shape[0])
+    try:
+        return tuple(int(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"expected a sequence of ints as the shape, got {shape!r}") from None
+
+
+def _infer_shape(op: str, shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension {min(shape)}")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[: unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def _reshape_grad(shape: tuple[int, ...]) -> Callable:
+    return lambda g: g.reshape(shape)
+
+
+def view(x: Tensor, *shape: Any) -> Tensor:
+    """Same data, new shape; fails (like torch) when the strides cannot express it without a copy."""
+    if len(shape) == 1 and isinstance(shape[0], (dtypes.dtype, str)):
+        raise RuntimeError("view(dtype) is not supported by ember")
+    new = _infer_shape("view", _shape_arg(shape), x.numel())
+    try:
+        np.reshape(x._array, new, copy=False)
+    except ValueError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+            "across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+    return make_view(x, lambda a: np.reshape(a, new, copy=False), _reshape_grad(x.shape))
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    """Same data, new shape: a view when the strides allow, else a copy."""
+    new = _infer_shape("reshape", _shape_arg(shape), x.numel())
+    try:
+        np.reshape(x._array, new, copy=False)
+    except ValueError:
+        return Reshape.apply(x, new)
+    return make_view(x, lambda a: np.reshape(a, new, copy=False), _reshape_grad(x.shape))
+
+
+class Reshape(Function):
+    """The copying reshape, for inputs whose strides a view cannot express."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.input_shape = x.shape
+        return np.reshape(x._array, shape).copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.input_shape), None
+
+
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    return view(x, other.shape)
+
+
+def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+    return reshape(x, other.shape)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim..end_dim`` into one."""
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = _wrap_dim(start_dim, x.ndim, "flatten"), _wrap_dim(end_dim, x.ndim, "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = x.shape
+    return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Split dim ``dim`` into ``sizes`` (one may be -1)."""
+    d = _wrap_dim(dim, x.ndim, "unflatten")
+    sizes = _infer_shape("unflatten", tuple(sizes), x.shape[d])
+    return view(x, x.shape[:d] + sizes + x.shape[d + 1:]) if x.is_contiguous() else \
+        reshape(x, x.shape[:d] + sizes + x.shape[d + 1:])
+
+
+def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    """Drop size-1 dims (all, one, or a tuple of them)."""
+    if dim is None:
+        dims = tuple(i for i, n in enumerate(x.shape) if n == 1)
+    else:
+        dims = tuple(_wrap_dim(d, x.ndim, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+        dims = tuple(d for d in dims if x.ndim and x.shape[d] == 1)
+    if not dims:
+        return make_view(x, lambda a: a.view(), _reshape_grad(x.shape))
+    return make_view(x, lambda a: np.squeeze(a, axis=dims), _reshape_grad(x.shape))
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dim at ``dim``."""
+    d = _wrap_dim(dim, x.ndim + 1, "unsqueeze")
+    return make_view(x, lambda a: np.expand_dims(a, d), _reshape_grad(x.shape))
+
+
+def permute(x: Tensor, *dims: Any) -> Tensor:
+    """Reorder dims."""
+    order = _shape_arg(dims)
+    if len(order) != x.ndim:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {x.ndim} is not equal to len(dims) = {len(order)}"
+        )
+    order = tuple(_wrap_dim(d, x.ndim, "permute") for d in order)
+    if len(set(order)) != len(order):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    inverse = tuple(np.argsort(order))
+    return make_view(x, lambda a: a.transpose(order), lambda g: g.permute(inverse))
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dims."""
+    if x.ndim == 0:
+        return make_view(x, lambda a: a.view(), _reshape_grad(x.shape))
+    d0, d1 = _wrap_dim(dim0, x.ndim, "transpose"), _wrap_dim(dim1, x.ndim, "transpose")
+    return make_view(x, lambda a: np.swapaxes(a, d0, d1), lambda g: g.transpose(d0, d1))
+
+
+def t(x: Tensor) -> Tensor:
+    """Transpose a tensor of at most 2 dims."""
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return transpose(x, 0, 1) if x.ndim == 2 else make_view(x, lambda a: a.view(), _reshape_grad(x.shape))
+
+
+def matrix_transpose(x: Tensor) -> Tensor:
+    """Swap the last two dims (``.mT``)."""
+    if x.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(x, -2, -1)
+
+
+def full_transpose(x: Tensor) -> Tensor:
+    """Reverse all dims (``.T``)."""
+    return permute(x, tuple(range(x.ndim - 1, -1, -1)))
+
+
+def expand(x: Tensor, *sizes: Any) -> Tensor:
+    """Broadcast to a larger shape without copying (-1 keeps a dim)."""
+    sizes = _shape_arg(sizes)
+    if len(sizes) < x.ndim:
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes provided "
+            f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.ndim})"
+        )
+    lead = len(sizes) - x.ndim
+    target = []
+    for i, n in enumerate(sizes):
+        have = x.shape[i - lead] if i >= lead else None
+        if n == -1:
+            if have is None:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}")
+            n = have
+        elif have is not None and have != 1 and have != n:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({n}) must match the existing size ({have}) at non-singleton "
+                f"dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(x.shape)}"
+            )
+        target.append(n)
+    target = tuple(target)
+    shape = x.shape
+    return make_view(x, lambda a: np.broadcast_to(a, target), lambda g: sum_to_shape(g, shape))
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    return expand(x, other.shape)
+
+
+def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    return expand(x, tuple(shape))
+
+
+def narrow(x: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    """The slice ``start:start+length`` of one dim, as a view."""
+    d = _wrap_dim(dim, x.ndim, "narrow")
+    size = x.shape[d]
+    start = int(start)
+    if start < 0:
+        start += size
+    if start < 0 or start > size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    index = (slice(None),) * d + (slice(start, start + length),)
+    return make_view(x, lambda a: a[index], None)
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """One position of one dim, removing that dim."""
+    if x.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, x.ndim, "select")
+    size = x.shape[d]
+    i = int(index)
+    if i < -size or i >= size:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(x.shape)} at dimension {d}")
+    i %= size
+    key = (slice(None),) * d + (i,)
+    return make_view(x, lambda a: a[key], None)
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """All slices along ``dim`` as views."""
+    d = _wrap_dim(dim, x.ndim, "unbind")
+    return tuple(select(x, d, i) for i in range(x.shape[d]))
+
+
+def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of equal size (the last may be smaller) or of the given sizes, as views."""
+    d = _wrap_dim(dim, x.ndim, "split")
+    size = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step < 0 or (step == 0 and size != 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        sizes = [min(step, size - s) for s in range(0, size, step)] if step else [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
+                f"{d}), but got split_sizes={sizes}"
+            )
+    out, start = [], 0
+    for n in sizes:
+        out.append(narrow(x, d, start, n))
+        start += n
+    return tuple(out)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``chunks`` nearly equal pieces (fewer when the dim is short)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = _wrap_dim(dim, x.ndim, "chunk")
+    size = x.shape[d]
+    return split(x, max(1, -(-size // chunks)), d) if size else split(x, 0, d)
+
+
+def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
+    """Move dims to new positions, keeping the others in order."""
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the same "
+            f"number of dims as destination ({list(dst)} dims)"
+        )
+    src = [_wrap_dim(s, x.ndim, "movedim") for s in src]
+    dst = [_wrap_dim(s, x.ndim, "movedim") for s in dst]
+    order = [None] * x.ndim
+    for s, t_ in zip(src, dst):
+        order[t_] = s
+    rest = iter(d for d in range(x.ndim) if d not in src)
+    order = tuple(o if o is not None else next(rest) for o in order)
+    return permute(x, order)
+
+
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes, as a view in the last dim."""
+    d1, d2 = _wrap_dim(dim1, x.ndim, "diagonal"), _wrap_dim(dim2, x.ndim, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+
+    def fn(a: np.ndarray) -> np.ndarray:
+        n1, n2 = a.shape[d1], a.shape[d2]
+        length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+        start = [0] * a.ndim
+        if offset >= 0:
+            start[d2] = offset if length else 0
+        else:
+            start[d1] = -offset if length else 0
+        rest = [d for d in range(a.ndim) if d not in (d1, d2)]
+        strides = [a.strides[d] for d in rest] + [a.strides[d1] + a.strides[d2]]
+        shape = [a.shape[d] for d in rest] + [length]
+        origin = a[tuple(slice(s, None) for s in start)] if length else a
+        return np.lib.stride_tricks.as_strided(origin, shape, strides, writeable=a.flags.writeable)
+
+    return make_view(x, fn, None)
+
+
+def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Sliding windows of ``size`` every ``step`` along a dim, as a new last dim (a view)."""
+    d = _wrap_dim(dimension, x.ndim, "unfold")
+    length = x.shape[d] if x.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    count = (length - size) // step + 1
+
+    def fn(a: np.ndarray) -> np.ndarray:
+        if a.ndim == 0:
+            return a.reshape(1)
+        shape = a.shape[:d] + (count,) + a.shape[d + 1:] + (size,)
+        strides = a.strides[:d] + (a.strides[d] * step,) + a.strides[d + 1:] + (a.strides[d],)
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+
+    overlapping = step < size
+    in_shape = x.shape
+    return make_view(x, fn, (lambda g: EmbedIntoView.apply(g, in_shape, fn, True)) if overlapping else None)
+
+
+def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
+    """A view with explicit sizes and strides (in elements) over the base storage."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    base, _ = _root(x)
+    offset = x.storage_offset() if storage_offset is None else int(storage_offset)
+    root = base._array
+    while isinstance(root.base, np.ndarray) and root.base.size >= root.size:
+        root = root.base
+    capacity = root.size
+    needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
+    if needed > capacity:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
+            f"{x.element_size()} requiring a storage size of {needed * x.element_size()} are out of bounds for "
+            f"storage of size {capacity * x.element_size()}"
+        )
+    item = x.element_size()
+    x_offset = x.storage_offset()
+
+    def fn(a: np.ndarray) -> np.ndarray:
+        flat = np.lib.stride_tricks.as_strided(a, (capacity - x_offset,), (item,)) if a is x._array else None
+        start = flat if flat is not None else a.reshape(-1)
+        return np.lib.stride_tricks.as_strided(start[offset - x_offset:] if flat is not None else start[offset:],
+                                               size, tuple(s * item for s in stride))
+
+    return make_view(x, fn, (lambda g: EmbedIntoView.apply(g, x.shape, fn, True)))
+
+
+def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
+    """``x`` itself when already laid out in ``memory_format``, else a copy that is."""
+    from .memory_format import contiguous_format, empty_in_format, is_contiguous_as
+
+    fmt = contiguous_format if memory_format is None else memory_format
+    if is_contiguous_as(x._array, fmt):
+        return x
+    return Copy.apply(x, fmt)
+
+
+class Copy(Function):
+    """A copy into a fresh array of a given memory format."""
+
+    @staticmethod
+    def forward(ctx, x, fmt):
+        from .memory_format import empty_in_format
+
+        out = empty_in_format(x._array.shape, x._array.dtype, fmt)
+        np.copyto(out, x._array)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None

@@ -1,0 +1,114 @@
+"""Shared fixtures and Hypothesis strategies for ember's tests."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+import ember
+
+
+@pytest.fixture
+def torch_ref():
+    """The real PyTorch module, or skip the test cleanly when it is not installed."""
+    return pytest.importorskip("torch")
+
+
+def get_torch():
+    """Non-fixture form of ``torch_ref`` for helpers."""
+    return pytest.importorskip("torch")
+
+
+FLOAT_DTYPES = {"float32": ember.float32, "float64": ember.float64}
+INT_DTYPES = {"int8": ember.int8, "int16": ember.int16, "int32": ember.int32, "int64": ember.int64,
+              "uint8": ember.uint8}
+TOL = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-14)}
+
+# ---- shapes ---------------------------------------------------------------------------------------------------------
+
+small_dim = st.integers(min_value=0, max_value=4)
+nonzero_dim = st.integers(min_value=1, max_value=4)
+shapes = st.lists(small_dim, min_size=0, max_size=4).map(tuple)          # includes () and 0-size
+nonempty_shapes = st.lists(nonzero_dim, min_size=0, max_size=4).map(tuple)
+
+
+@st.composite
+def broadcastable_shapes(draw, max_dims: int = 4):
+    """A pair of shapes that broadcast together (dims of 1 and missing leading dims, possibly 0-size)."""
+    out = draw(st.lists(small_dim, min_size=0, max_size=max_dims))
+    a, b = [], []
+    for n in out:
+        a.append(draw(st.sampled_from([n, 1])))
+        b.append(draw(st.sampled_from([n, 1])))
+    a = a[draw(st.integers(0, len(a))):]
+    b = b[draw(st.integers(0, len(b))):]
+    return tuple(a), tuple(b)
+
+
+float_dtype_names = st.sampled_from(sorted(FLOAT_DTYPES))
+int_dtype_names = st.sampled_from(sorted(INT_DTYPES))
+
+
+def np_array(draw, shape, dtype: str, lo=-10.0, hi=10.0):
+    """A NumPy array of ``shape``/``dtype`` drawn from a seed (fast for larger shapes)."""
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    if dtype.startswith("float"):
+        return rng.uniform(lo, hi, size=shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(max(info.min, int(lo)), min(info.max, int(hi)) + 1, size=shape).astype(dtype)
+
+
+# ---- non-contiguous variants ----------------------------------------------------------------------------------------
+
+LAYOUTS = ("contiguous", "transpose", "reversed", "step2", "expand")
+
+
+def make_layout(arr: np.ndarray, layout: str):
+    """Return (ember tensor, numpy reference) with the same values where the tensor has the given layout.
+
+    * transpose: a transposed view (strides permuted)
+    * reversed: negative strides ([::-1] on every dim, through from_numpy)
+    * step2: a [::2] slice of a twice-larger buffer
+    * expand: stride-0 broadcast of size-1 dims (falls back to contiguous if there are none)
+    """
+    arr = np.asarray(arr)
+    if layout == "contiguous" or arr.ndim == 0:
+        return ember.tensor(arr.copy()), arr
+    if layout == "transpose":
+        base = np.ascontiguousarray(np.transpose(arr))
+        t = ember.tensor(base).permute(*reversed(range(arr.ndim)))
+        return t, arr
+    if layout == "reversed":
+        rev = tuple(slice(None, None, -1) for _ in range(arr.ndim))
+        base = np.ascontiguousarray(arr[rev])
+        return ember.from_numpy(base[rev]), arr
+    if layout == "step2":
+        big = np.repeat(arr, 2, axis=0)
+        t = ember.from_numpy(big[::2])
+        return t, arr
+    if layout == "expand":
+        if arr.ndim and arr.shape[0] >= 1:
+            row = np.ascontiguousarray(arr[:1])
+            t = ember.tensor(row).expand(*arr.shape)
+            return t, np.broadcast_to(row, arr.shape).copy()
+        return ember.tensor(arr.copy()), arr
+    raise ValueError(layout)
+
+
+layouts = st.sampled_from(LAYOUTS)
+
+
+def to_np(t) -> np.ndarray:
+    return np.asarray(t.numpy()) if t.dim() else np.asarray(t.item())
+
+
+def assert_close(actual, expected, dtype_name: str | None = None, **kw):
+    """Compare an ember tensor against a NumPy array by value and shape (NaNs equal)."""
+    a = actual.numpy()
+    e = np.asarray(expected)
+    assert tuple(actual.shape) == e.shape, (tuple(actual.shape), e.shape)
+    tol = dict(TOL.get(dtype_name or str(a.dtype), dict(rtol=0, atol=0)))
+    tol.update(kw)
+    np.testing.assert_allclose(a.astype(np.float64) if a.dtype.kind != "b" else a,
+                               e.astype(np.float64) if e.dtype.kind != "b" else e, equal_nan=True, **tol)

@@ -360,6 +360,12 @@ def test_random_overloads():
     assert set(np.unique(y).tolist()) == {0, 1, 2, 3}
 
 
+def test_random_beyond_exact_float_range_warns():
+    with pytest.warns(UserWarning, match=r"to - 1 is out of bounds \[-\(2\^24\), 2\^24\]"):
+        x = ro.random_(_empty(100, E.float32), 0, 2**25).numpy()
+    assert x.min() >= 0 and x.max() <= 2**25
+
+
 def test_float16_sampling():
     x = ro.rand(N, dtype=E.float16).numpy()
     assert x.dtype == np.float16 and x.min() >= 0 and x.max() < 1

@@ -174,8 +174,7 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        from ..tensor.tensor import Tensor
-
+        Tensor = _tensor_class()
         ctx = cls._backward_cls()
         record = is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in args)
         if record:
@@ -196,8 +195,20 @@ class Function(metaclass=FunctionMeta):
         return outputs if is_tuple else outputs[0]
 
 
+_TENSOR = []
+
+
+def _tensor_class() -> type:
+    """The Tensor class (imported on first use: the tensor layer sits above autograd)."""
+    if not _TENSOR:
+        from ..tensor.tensor import Tensor
+
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
+
+
 def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
-    from ..tensor.tensor import Tensor
+    Tensor = _tensor_class()
 
     if isinstance(value, np.ndarray):
         return Tensor._make(value)
@@ -216,7 +227,7 @@ def _edge(t: Any) -> tuple | None:
 
 
 def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
-    from ..tensor.tensor import Tensor
+    Tensor = _tensor_class()
 
     ctx.next_functions = edges
     meta = []

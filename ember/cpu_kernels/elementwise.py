@@ -98,24 +98,35 @@ def _use_parallel(n: int) -> bool:
     return n >= PARALLEL_MIN and numba.get_num_threads() > 1
 
 
+def _flat_operands(inputs: tuple[np.ndarray, ...], out: np.ndarray) -> list | None:
+    """(array, step) pairs for the flat loops, or None when some operand needs the strided loop."""
+    flat = []
+    c_order = out.flags.c_contiguous
+    out_strides = None
+    for x in inputs:
+        if x.size == 1:
+            flat += [x.reshape(1), 0 if out.size != 1 else 1]
+        elif x.shape == out.shape and c_order and x.flags.c_contiguous:
+            flat += [x.reshape(-1), 1]
+        else:
+            out_strides = out_strides or element_strides(out)
+            if x.shape != out.shape or element_strides(x) != out_strides or not is_dense(out):
+                return None
+            flat += [dense_flat(x), 1]
+    return flat
+
+
 def _launch(kernels, inputs: tuple[np.ndarray, ...], out: np.ndarray) -> None:
     """Run ``out = f(*inputs)`` with broadcasting, choosing the flat or the strided loop."""
     if out.size == 0:
         return
     serial, parallel, strided = kernels
-    out_strides = element_strides(out)
-    if is_dense(out) and all(
-        x.size == 1 or (x.shape == out.shape and element_strides(x) == out_strides) for x in inputs
-    ):
-        flat = []
-        for x in inputs:
-            if x.size == 1 and out.size != 1:
-                flat += [x.reshape(1), 0]
-            else:
-                flat += [dense_flat(x), 1]
+    flat = _flat_operands(inputs, out)
+    if flat is not None:
         if len(inputs) == 1:
             flat = flat[:1]
-        (parallel if _use_parallel(out.size) else serial)(*flat, dense_flat(out))
+        target = out.reshape(-1) if out.flags.c_contiguous else dense_flat(out)
+        (parallel if _use_parallel(out.size) else serial)(*flat, target)
         return
     operands = [np.broadcast_to(x, out.shape) for x in inputs] + [out]
     shape, strides = collapse(out.shape, [element_strides(x) for x in operands])

@@ -32,6 +32,9 @@ def as_array(x: Any, dt: dtypes.dtype) -> np.ndarray:
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """torch's broadcasting of shapes, with torch's error message."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return tuple(first)
     ndim = max((len(s) for s in shapes), default=0)
     result = []
     for j in range(ndim):

@@ -131,13 +131,12 @@ def result_type_of(operands) -> dtype:
     Dimensioned tensors outrank 0-dim tensors, which outrank Python numbers; a
     lower group only matters when its category (bool < int < float) is higher.
     """
-    from .tensor import Tensor
-
     dim_result = zero_result = wrapped_result = None
     for op in operands:
-        if isinstance(op, Tensor):
-            d = op.dtype
-            if op.ndim > 0:
+        arr = getattr(op, "_array", None)
+        if arr is not None:
+            d = _BY_NP[arr.dtype]
+            if arr.ndim > 0:
                 dim_result = d if dim_result is None else promote_types(dim_result, d)
             else:
                 zero_result = d if zero_result is None else promote_types(zero_result, d)

@@ -203,26 +203,24 @@ def _fill_integers(op: str, a: np.ndarray, low: int, high: int | None, gen: np.r
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     c_name = _C_NAMES[a.dtype]
     if a.dtype.kind == "f":
-        digits = _float_digits(a.dtype)
-        last = 2**digits if high is None else high - 1
-        limit = float(np.finfo(a.dtype).max)
-        if not -limit <= low <= limit:
-            raise RuntimeError(f"from is out of bounds for {c_name}")
-        if not -limit <= last <= limit:
-            raise RuntimeError(f"to - 1 is out of bounds for {c_name}")
-        for name, value in (("from", low), ("to - 1", last)):
-            if abs(value) > 2**digits:
-                warnings.warn(
-                    f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations {c_name} "
-                    "can support discrete uniform distribution only within this range.", UserWarning, stacklevel=3,
-                )
+        lo_lim, hi_lim = -float(np.finfo(a.dtype).max), float(np.finfo(a.dtype).max)
+        top = 2 ** _float_digits(a.dtype)
     else:
         lo_lim, hi_lim = (0, 1) if a.dtype == np.bool_ else (int(np.iinfo(a.dtype).min), int(np.iinfo(a.dtype).max))
-        last = hi_lim if high is None else high - 1
-        if not lo_lim <= low <= hi_lim:
-            raise RuntimeError(f"from is out of bounds for {c_name}")
-        if not lo_lim <= last <= hi_lim:
-            raise RuntimeError(f"to - 1 is out of bounds for {c_name}")
+        top = hi_lim
+    last = top if high is None else high - 1
+    if not lo_lim <= low <= hi_lim:
+        raise RuntimeError(f"from is out of bounds for {c_name}")
+    if not lo_lim <= last <= hi_lim:
+        raise RuntimeError(f"to - 1 is out of bounds for {c_name}")
+    if a.dtype.kind == "f":
+        for name, value in (("from", low), ("to - 1", last)):
+            if abs(value) > top:
+                warnings.warn(
+                    f"{name} is out of bounds [-(2^{_float_digits(a.dtype)}), 2^{_float_digits(a.dtype)}]. Due to "
+                    f"precision limitations {c_name} can support discrete uniform distribution only within this "
+                    "range.", UserWarning, stacklevel=3,
+                )
     if last < low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={last + 1}")
     a[...] = gen.integers(low, last, a.shape, dtype=np.int64, endpoint=True)

@@ -1,0 +1,497 @@
+"""Elementwise ops against NumPy (values), torch (differential), and torch's promotion/sign rules."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ember
+from conftest import (FLOAT_DTYPES, TOL, assert_close, broadcastable_shapes, float_dtype_names, layouts,
+                      make_layout, np_array, shapes)
+
+SETTINGS = settings(max_examples=20, deadline=None)
+
+try:
+    from scipy import special as _sp  # noqa: F401
+except Exception:  # pragma: no cover
+    _sp = None
+
+# name -> (numpy reference, lo, hi) on a safe domain
+UNARY = {
+    "neg": (np.negative, -5, 5), "abs": (np.abs, -5, 5), "exp": (np.exp, -5, 5), "exp2": (np.exp2, -5, 5),
+    "expm1": (np.expm1, -3, 3), "log": (np.log, 0.1, 10), "log2": (np.log2, 0.1, 10), "log10": (np.log10, 0.1, 10),
+    "log1p": (np.log1p, -0.5, 5), "sin": (np.sin, -5, 5), "cos": (np.cos, -5, 5), "tan": (np.tan, -1.2, 1.2),
+    "asin": (np.arcsin, -0.9, 0.9), "acos": (np.arccos, -0.9, 0.9), "atan": (np.arctan, -5, 5),
+    "sinh": (np.sinh, -3, 3), "cosh": (np.cosh, -3, 3), "tanh": (np.tanh, -3, 3), "asinh": (np.arcsinh, -5, 5),
+    "acosh": (np.arccosh, 1.1, 5), "atanh": (np.arctanh, -0.9, 0.9), "sqrt": (np.sqrt, 0.01, 10),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), 0.1, 10), "square": (np.square, -5, 5),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), -6, 6), "sign": (np.sign, -5, 5), "floor": (np.floor, -5, 5),
+    "ceil": (np.ceil, -5, 5), "round": (np.round, -5, 5), "trunc": (np.trunc, -5, 5),
+    "frac": (lambda x: x - np.trunc(x), -5, 5), "reciprocal": (lambda x: 1 / x, 0.5, 5),
+    "relu": (lambda x: np.maximum(x, 0), -5, 5),
+}
+if _sp is not None:
+    UNARY.update({"erf": (_sp.erf, -2, 2), "erfc": (_sp.erfc, -2, 2), "erfinv": (_sp.erfinv, -0.9, 0.9),
+                  "lgamma": (_sp.gammaln, 0.1, 5), "digamma": (_sp.digamma, 0.5, 5)})
+else:
+    UNARY.update({"erf": (np.vectorize(math.erf), -2, 2), "erfc": (np.vectorize(math.erfc), -2, 2),
+                  "lgamma": (np.vectorize(math.lgamma), 0.1, 5)})
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_unary_matches_numpy(name, dt):
+    ref, lo, hi = UNARY[name]
+    rng = np.random.default_rng(0)
+    a = rng.uniform(lo, hi, size=(3, 5)).astype(dt)
+    out = getattr(ember, name)(ember.tensor(a))
+    assert out.dtype is FLOAT_DTYPES[dt]
+    expected = ref(a.astype(np.float64)).astype(dt)
+    tol = dict(rtol=2e-5, atol=1e-6) if dt == "float32" else dict(rtol=1e-11, atol=1e-13)
+    assert_close(out, expected, dt, **tol)
+    # method form agrees with function form
+    np.testing.assert_array_equal(getattr(ember.tensor(a), name)().numpy(), out.numpy())
+
+
+@given(shape=shapes, layout=layouts, data=st.data())
+@SETTINGS
+def test_unary_layouts_and_empty(shape, layout, data):
+    arr = np_array(data.draw, shape, "float64", 0.1, 5.0)
+    t, ref = make_layout(arr, layout)
+    for name in ("exp", "sqrt", "neg"):
+        out = getattr(ember, name)(t)
+        assert out.shape == ember.Size(shape)
+        assert_close(out, UNARY[name][0](ref), "float64")
+
+
+@pytest.mark.parametrize("name,ref", [("neg", np.negative), ("abs", np.abs), ("square", np.square),
+                                      ("sign", np.sign)])
+@pytest.mark.parametrize("dt", ["int32", "int64", "int8"])
+def test_unary_int_same_dtype(name, ref, dt):
+    a = np.array([-3, -1, 0, 2, 7], dtype=dt)
+    out = getattr(ember, name)(ember.tensor(a))
+    assert out.dtype is getattr(ember, dt)
+    np.testing.assert_array_equal(out.numpy(), ref(a))
+
+
+def test_int_unary_float_kind_promotes_to_default_float():
+    out = ember.tensor([1, 4, 9]).sqrt()
+    assert out.dtype is ember.float32
+    np.testing.assert_allclose(out.numpy(), [1, 2, 3])
+
+
+def test_rounding_on_ints_is_identity():
+    a = ember.tensor([-3, 2, 5])
+    for name in ("floor", "ceil", "round", "trunc"):
+        out = getattr(a, name)()
+        assert out.dtype is ember.int64
+        assert out.tolist() == [-3, 2, 5]
+
+
+def test_round_half_to_even():
+    assert ember.tensor([0.5, 1.5, 2.5, -0.5, -1.5]).round().tolist() == [0.0, 2.0, 2.0, -0.0, -2.0]
+
+
+def test_neg_bool_raises():
+    with pytest.raises(RuntimeError):
+        -ember.tensor([True, False])
+
+
+# ---- binary ---------------------------------------------------------------------------------------------------------
+
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
+    "minimum": np.minimum, "atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign,
+    "fmax": np.fmax, "fmin": np.fmin,
+}
+
+
+@given(shapes=broadcastable_shapes(), dt=float_dtype_names, la=layouts, lb=layouts, data=st.data())
+@SETTINGS
+def test_binary_broadcast_layouts(shapes, dt, la, lb, data):
+    sa, sb = shapes
+    a, ra = make_layout(np_array(data.draw, sa, dt), la)
+    b, rb = make_layout(np_array(data.draw, sb, dt, 0.5, 5.0), lb)
+    name = data.draw(st.sampled_from(sorted(BINARY)))
+    out = getattr(ember, name)(a, b)
+    expected = BINARY[name](ra, rb)
+    assert out.dtype is FLOAT_DTYPES[dt]
+    assert_close(out, expected.astype(dt), dt)
+
+
+@pytest.mark.parametrize("name,ref", [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                                      ("maximum", np.maximum), ("bitwise_and", np.bitwise_and),
+                                      ("bitwise_xor", np.bitwise_xor)])
+@pytest.mark.parametrize("dt", ["int32", "int64"])
+def test_binary_int(name, ref, dt):
+    rng = np.random.default_rng(1)
+    a = rng.integers(-50, 50, size=(4, 3)).astype(dt)
+    b = rng.integers(-50, 50, size=(3,)).astype(dt)
+    out = getattr(ember, name)(ember.tensor(a), ember.tensor(b))
+    assert out.dtype is getattr(ember, dt)
+    np.testing.assert_array_equal(out.numpy(), ref(a, b))
+
+
+@pytest.mark.parametrize("name,ref", [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+                                      ("gt", np.greater), ("ge", np.greater_equal)])
+def test_comparisons_bool_result(name, ref):
+    a = np.array([[1.0, 2.0, np.nan], [3.0, -1.0, 0.0]])
+    b = np.array([2.0, 2.0, np.nan])
+    out = getattr(ember, name)(ember.tensor(a), ember.tensor(b))
+    assert out.dtype is ember.bool
+    np.testing.assert_array_equal(out.numpy(), ref(a, b))
+
+
+def test_operators_and_reflected():
+    a = ember.tensor([1.0, 2.0, 4.0])
+    np.testing.assert_allclose((2 - a).numpy(), [1, 0, -2])
+    np.testing.assert_allclose((2 / a).numpy(), [2, 1, 0.5])
+    np.testing.assert_allclose((2 ** a).numpy(), [2, 4, 16])
+    np.testing.assert_allclose((a ** 2).numpy(), [1, 4, 16])
+    np.testing.assert_allclose((3 * a + 1).numpy(), [4, 7, 13])
+    np.testing.assert_allclose(ember.add(a, a, alpha=2).numpy(), [3, 6, 12])
+    np.testing.assert_allclose(ember.sub(a, a, alpha=3).numpy(), [-2, -4, -8])
+
+
+def test_empty_and_zero_dim_binary():
+    e = ember.tensor(np.zeros((0, 3)))
+    out = e + ember.tensor([1.0, 2.0, 3.0])
+    assert out.shape == ember.Size((0, 3))
+    z = ember.tensor(2.0) * ember.tensor(3.0)
+    assert z.shape == ember.Size(()) and z.item() == 6.0
+    z2 = ember.tensor(2.0) + ember.tensor(np.ones((2, 0)))
+    assert z2.shape == ember.Size((2, 0))
+
+
+def test_broadcast_mismatch_raises():
+    with pytest.raises(RuntimeError):
+        ember.tensor(np.ones((2, 3))) + ember.tensor(np.ones((4,)))
+
+
+# ---- type promotion -------------------------------------------------------------------------------------------------
+
+def test_promotion_rules():
+    i64 = ember.tensor([1, 2])
+    assert (i64 + 2.5).dtype is ember.float32
+    assert (ember.tensor([1], dtype=ember.uint8) + ember.tensor([1], dtype=ember.int8)).dtype is ember.int16
+    assert (ember.tensor(5) + ember.tensor([1, 2], dtype=ember.int8)).dtype is ember.int8
+    b = ember.tensor([True, False]) + ember.tensor([True, True])
+    assert b.dtype is ember.bool and b.tolist() == [True, True]
+    q = ember.tensor([1, 2]) / ember.tensor([2, 2])
+    assert q.dtype is ember.float32 and q.tolist() == [0.5, 1.0]
+    assert (ember.tensor([1.0], dtype=ember.float32) + ember.tensor([1.0], dtype=ember.float64)).dtype \
+        is ember.float64
+    assert (ember.tensor([1], dtype=ember.int32) + ember.tensor(1.5, dtype=ember.float64)).dtype is ember.float64
+    assert (ember.tensor([1.0], dtype=ember.float32) + ember.tensor(1.5, dtype=ember.float64)).dtype \
+        is ember.float32
+    assert (ember.tensor([1], dtype=ember.int8) * 1000).dtype is ember.int8
+    assert (ember.tensor([True]) + 1).dtype is ember.int64
+
+
+def test_result_type():
+    assert ember.result_type(ember.tensor([1, 2]), 2.5) is ember.float32
+    assert ember.result_type(ember.tensor([1], dtype=ember.uint8), ember.tensor([1], dtype=ember.int8)) is ember.int16
+    assert ember.result_type(ember.tensor(1), ember.tensor([1], dtype=ember.int8)) is ember.int8
+    assert ember.result_type(ember.tensor([1.0], dtype=ember.float64), 1) is ember.float64
+    assert ember.result_type(ember.tensor([True]), False) is ember.bool
+    assert ember.promote_types(ember.uint8, ember.int8) is ember.int16
+    assert ember.promote_types(ember.int32, ember.float16) is ember.float16
+
+
+# ---- integer division and remainder ---------------------------------------------------------------------------------
+
+INT_PAIRS = (np.array([7, -7, 7, -7, 0, 5, -5]), np.array([2, 2, -2, -2, 3, -3, 3]))
+
+
+def test_int_floordiv_mod_python_signs():
+    a, b = INT_PAIRS
+    ta, tb = ember.tensor(a), ember.tensor(b)
+    assert (ta // tb).tolist() == [x // y for x, y in zip(a.tolist(), b.tolist())]
+    assert (ta % tb).tolist() == [x % y for x, y in zip(a.tolist(), b.tolist())]
+    assert (ta // tb).dtype is ember.int64
+    assert ember.remainder(ta, tb).tolist() == [x % y for x, y in zip(a.tolist(), b.tolist())]
+    assert ember.fmod(ta, tb).tolist() == [int(math.fmod(x, y)) for x, y in zip(a.tolist(), b.tolist())]
+
+
+def test_float_remainder_fmod_signs():
+    a = np.array([5.5, -5.5, 5.5, -5.5])
+    b = np.array([2.0, 2.0, -2.0, -2.0])
+    np.testing.assert_allclose(ember.remainder(ember.tensor(a), ember.tensor(b)).numpy(), np.remainder(a, b))
+    np.testing.assert_allclose(ember.fmod(ember.tensor(a), ember.tensor(b)).numpy(), np.fmod(a, b))
+    np.testing.assert_allclose((ember.tensor(a) // ember.tensor(b)).numpy(), np.floor_divide(a, b))
+
+
+def test_div_rounding_modes():
+    a, b = INT_PAIRS
+    ta, tb = ember.tensor(a), ember.tensor(b)
+    t = ember.div(ta, tb, rounding_mode="trunc")
+    assert t.dtype is ember.int64 and t.tolist() == [int(x / y) for x, y in zip(a.tolist(), b.tolist())]
+    f = ember.div(ta, tb, rounding_mode="floor")
+    assert f.dtype is ember.int64 and f.tolist() == [x // y for x, y in zip(a.tolist(), b.tolist())]
+    n = ember.div(ta, tb)
+    assert n.dtype is ember.float32
+    np.testing.assert_allclose(n.numpy(), a / b, rtol=1e-6)
+    fa = ember.tensor([-7.5, 7.5])
+    assert ember.div(fa, 2.0, rounding_mode="trunc").tolist() == [-3.0, 3.0]
+    assert ember.div(fa, 2.0, rounding_mode="floor").tolist() == [-4.0, 3.0]
+    with pytest.raises((ValueError, RuntimeError)):
+        ember.div(fa, 2.0, rounding_mode="bogus")
+
+
+@pytest.mark.parametrize("op", [lambda a, b: a // b, lambda a, b: a % b,
+                                lambda a, b: ember.div(a, b, rounding_mode="trunc"),
+                                lambda a, b: ember.div(a, b, rounding_mode="floor")])
+def test_int_division_by_zero_raises(op):
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        op(ember.tensor([1, 2]), ember.tensor([1, 0]))
+
+
+def test_float_division_by_zero_is_ieee():
+    out = ember.tensor([1.0, -1.0, 0.0]) / ember.tensor([0.0, 0.0, 0.0])
+    r = out.numpy()
+    assert r[0] == np.inf and r[1] == -np.inf and np.isnan(r[2])
+
+
+def test_int_pow_negative_exponent_raises():
+    with pytest.raises(RuntimeError):
+        ember.tensor([2, 3]) ** -1
+    with pytest.raises(RuntimeError):
+        ember.tensor([2, 3]) ** ember.tensor([1, -1])
+    assert (ember.tensor([2, 3]) ** 2).tolist() == [4, 9]
+    assert (ember.tensor([2, 3]) ** 2).dtype is ember.int64
+    assert (ember.tensor([2, 3]) ** 0.5).dtype is ember.float32
+
+
+# ---- where / clamp / nan_to_num / predicates ------------------------------------------------------------------------
+
+def test_where():
+    c = np.array([[True, False, True]])
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.array([-1.0])
+    out = ember.where(ember.tensor(c), ember.tensor(a), ember.tensor(b))
+    np.testing.assert_array_equal(out.numpy(), np.where(c, a, b))
+    out2 = ember.where(ember.tensor(c), ember.tensor([1, 2, 3]), 0.5)
+    assert out2.dtype is ember.float32
+    np.testing.assert_allclose(out2.numpy(), [[1, 0.5, 3]])
+
+
+def test_clamp_scalar_and_tensor_bounds():
+    a = np.linspace(-3, 3, 7)
+    t = ember.tensor(a)
+    np.testing.assert_array_equal(ember.clamp(t, -1, 2).numpy(), np.clip(a, -1, 2))
+    np.testing.assert_array_equal(t.clamp(min=0).numpy(), np.maximum(a, 0))
+    np.testing.assert_array_equal(t.clamp(max=0).numpy(), np.minimum(a, 0))
+    lo = np.linspace(-2, 0, 7)
+    hi = np.array([1.0])
+    np.testing.assert_array_equal(ember.clamp(t, ember.tensor(lo), ember.tensor(hi)).numpy(),
+                                  np.minimum(np.maximum(a, lo), hi))
+    ti = ember.tensor([-5, 0, 5])
+    ci = ti.clamp(-1, 1)
+    assert ci.dtype is ember.int64 and ci.tolist() == [-1, 0, 1]
+    # min > max: torch sets everything to max
+    assert ember.tensor([0.0, 5.0]).clamp(3.0, 1.0).tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError):
+        ember.clamp(t)
+
+
+def test_nan_to_num_and_predicates():
+    a = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0])
+    t = ember.tensor(a)
+    np.testing.assert_array_equal(ember.isnan(t).numpy(), np.isnan(a))
+    np.testing.assert_array_equal(ember.isinf(t).numpy(), np.isinf(a))
+    np.testing.assert_array_equal(ember.isfinite(t).numpy(), np.isfinite(a))
+    np.testing.assert_array_equal(ember.isposinf(t).numpy(), np.isposinf(a))
+    np.testing.assert_array_equal(ember.isneginf(t).numpy(), np.isneginf(a))
+    assert ember.isnan(t).dtype is ember.bool
+    np.testing.assert_array_equal(ember.nan_to_num(t).numpy(), np.nan_to_num(a))
+    np.testing.assert_array_equal(ember.nan_to_num(t, nan=7.0, posinf=8.0, neginf=-9.0).numpy(),
+                                  [7.0, 8.0, -9.0, 1.5, -0.0])
+    f32 = ember.tensor(a.astype(np.float32)).nan_to_num()
+    assert f32.numpy()[1] == np.finfo(np.float32).max
+    ti = ember.tensor([1, 2])
+    assert ember.isnan(ti).tolist() == [False, False]
+    assert ember.isfinite(ti).tolist() == [True, True]
+
+
+# ---- in place -------------------------------------------------------------------------------------------------------
+
+def test_inplace_ops_values_identity_and_version():
+    t = ember.tensor([1.0, 2.0, 3.0])
+    v0 = t._version_value
+    r = t.add_(1.0)
+    assert r is t
+    assert t.tolist() == [2.0, 3.0, 4.0]
+    assert t._version_value > v0
+    v1 = t._version_value
+    t.mul_(ember.tensor([2.0, 2.0, 2.0]))
+    assert t.tolist() == [4.0, 6.0, 8.0] and t._version_value > v1
+    alias = t
+    t += 1
+    assert alias is t and t.tolist() == [5.0, 7.0, 9.0]
+    t -= 1
+    t *= 2
+    t /= 4
+    assert t.tolist() == [2.0, 3.0, 4.0]
+
+
+def test_inplace_seen_through_views_and_shared_version():
+    base = ember.tensor(np.arange(6.0).reshape(2, 3))
+    row = base.select(0, 1)
+    col = base.t()
+    vb = base._version_value
+    row.add_(10.0)
+    np.testing.assert_array_equal(base.numpy(), [[0, 1, 2], [13, 14, 15]])
+    np.testing.assert_array_equal(col.numpy(), [[0, 13], [1, 14], [2, 15]])
+    assert base._version_value > vb and row._version_value == base._version_value
+    base.mul_(0.0)
+    assert row.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_inplace_on_noncontiguous_view():
+    base = ember.tensor(np.arange(12.0).reshape(3, 4))
+    tv = base.t()
+    tv.add_(ember.tensor([100.0, 200.0, 300.0]))  # broadcasts over rows of the transpose (= columns of base)
+    expected = np.arange(12.0).reshape(3, 4) + np.array([[100.0], [200.0], [300.0]])
+    np.testing.assert_array_equal(base.numpy(), expected)
+
+
+def test_inplace_dtype_rules():
+    t = ember.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError):
+        t.add_(1.5)  # result float can't be cast to int64 in place
+    f = ember.tensor([1.0, 2.0])
+    f.add_(ember.tensor([1, 1]))
+    assert f.dtype is ember.float32 and f.tolist() == [2.0, 3.0]
+    with pytest.raises(RuntimeError):
+        ember.tensor([1.0]).add_(ember.tensor([1.0, 2.0]))  # would need to resize self
+
+
+def test_inplace_unary_and_clamp():
+    t = ember.tensor([0.25, 4.0])
+    t.sqrt_()
+    assert t.tolist() == [0.5, 2.0]
+    t.clamp_(max=1.0)
+    assert t.tolist() == [0.5, 1.0]
+
+
+def test_inplace_on_expanded_raises():
+    e = ember.tensor([1.0, 2.0]).expand(3, 2)
+    with pytest.raises(RuntimeError):
+        e.add_(1.0)
+
+
+def test_misc_ternaries():
+    a, b, c = (ember.tensor(np.array(v)) for v in ([1.0, 2.0], [3.0, 4.0], [2.0, 8.0]))
+    np.testing.assert_allclose(ember.lerp(a, b, 0.25).numpy(), [1.5, 2.5])
+    np.testing.assert_allclose(ember.addcmul(a, b, c, value=0.5).numpy(), [4.0, 18.0])
+    np.testing.assert_allclose(ember.addcdiv(a, b, c, value=2).numpy(), [4.0, 3.0])
+    np.testing.assert_allclose(ember.xlogy(ember.tensor([0.0, 2.0]), ember.tensor([0.0, np.e])).numpy(), [0.0, 2.0])
+
+
+def test_bitwise_shift_and_logical():
+    a = ember.tensor([1, 2, -8])
+    assert (a << 2).tolist() == [4, 8, -32]
+    assert (a >> 1).tolist() == [0, 1, -4]
+    assert (~a).tolist() == [-2, -3, 7]
+    b = ember.tensor([True, False, True])
+    assert (~b).tolist() == [False, True, False]
+    assert ember.logical_xor(b, ember.tensor([1.0, 0.0, 0.0])).tolist() == [False, False, True]
+    assert ember.logical_not(ember.tensor([0.0, 2.0])).tolist() == [True, False]
+    with pytest.raises(RuntimeError):
+        ember.tensor([1.0]) & ember.tensor([1.0])
+
+
+# ---- differential against torch -------------------------------------------------------------------------------------
+
+def _dn(dt):
+    return str(dt).split(".")[-1]
+
+
+DIFF_UNARY = ["exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "abs", "neg", "floor", "ceil", "round",
+              "trunc", "frac", "reciprocal", "rsqrt", "relu", "erf", "sign", "expm1", "log1p", "atan"]
+DIFF_BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "remainder", "fmod", "floor_divide",
+               "eq", "lt", "hypot"]
+
+
+@pytest.mark.parametrize("name", DIFF_UNARY)
+@pytest.mark.parametrize("dt", ["float32", "int64"])
+def test_diff_unary_vs_torch(torch_ref, name, dt):
+    rng = np.random.default_rng(3)
+    if dt == "float32":
+        a = rng.uniform(0.2, 4.0, size=(2, 3, 4)).astype(dt)
+        a[0] *= -1
+    else:
+        a = rng.integers(1, 9, size=(2, 3, 4)).astype(dt)
+    if name in ("log", "sqrt", "rsqrt", "log1p"):
+        a = np.abs(a)
+    try:
+        expected = getattr(torch_ref, name)(torch_ref.from_numpy(a))
+    except (RuntimeError, NotImplementedError):
+        with pytest.raises(RuntimeError):
+            getattr(ember, name)(ember.tensor(a))
+        return
+    out = getattr(ember, name)(ember.tensor(a))
+    assert _dn(out.dtype) == _dn(expected.dtype)
+    assert tuple(out.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=2e-6, atol=1e-6)
+
+
+DIFF_OPERANDS = [
+    ("float32", "float32"), ("int64", "int64"), ("int32", "float64"), ("uint8", "int8"), ("int64", "scalar_float"),
+    ("float32", "scalar_int"), ("int16", "zerodim_int64"),
+]
+
+
+def _operand(np_dt, rng, shape, positive):
+    if np_dt == "scalar_float":
+        return 2.5, 2.5
+    if np_dt == "scalar_int":
+        return 3, 3
+    if np_dt == "zerodim_int64":
+        return np.array(3, dtype=np.int64), None
+    if np.dtype(np_dt).kind == "f":
+        arr = rng.uniform(0.5, 4.0, size=shape).astype(np_dt)
+    else:
+        arr = rng.integers(1, 6, size=shape).astype(np_dt)
+    if not positive and np.dtype(np_dt).kind in "fi" and np_dt != "uint8":
+        arr.flat[::2] *= -1
+    return arr, None
+
+
+@pytest.mark.parametrize("name", DIFF_BINARY)
+@pytest.mark.parametrize("dts", DIFF_OPERANDS, ids=lambda d: "-".join(d))
+def test_diff_binary_vs_torch(torch_ref, name, dts):
+    rng = np.random.default_rng(4)
+    positive = name == "pow"
+    a, _ = _operand(dts[0], rng, (3, 1, 4), positive)
+    b, scalar = _operand(dts[1], rng, (2, 4), positive)
+
+    def conv(x, mod):
+        if isinstance(x, (int, float)):
+            return x
+        return mod.tensor(x) if mod is ember else mod.from_numpy(np.ascontiguousarray(x))
+
+    try:
+        expected = getattr(torch_ref, name)(conv(a, torch_ref), conv(b, torch_ref))
+    except (RuntimeError, NotImplementedError):
+        with pytest.raises(RuntimeError):
+            getattr(ember, name)(conv(a, ember), conv(b, ember))
+        return
+    out = getattr(ember, name)(conv(a, ember), conv(b, ember))
+    assert _dn(out.dtype) == _dn(expected.dtype), (out.dtype, expected.dtype)
+    assert tuple(out.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=3e-6, atol=1e-6)
+
+
+def test_diff_where_clamp_nan_to_num_vs_torch(torch_ref):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    a[0, 0], a[1, 1], a[2, 2] = np.nan, np.inf, -np.inf
+    ta, ea = torch_ref.from_numpy(a), ember.tensor(a)
+    np.testing.assert_array_equal(ember.nan_to_num(ea).numpy(), torch_ref.nan_to_num(ta).numpy())
+    np.testing.assert_array_equal(ember.clamp(ea, -0.5, 0.5).numpy(), torch_ref.clamp(ta, -0.5, 0.5).numpy())
+    c = a > 0
+    np.testing.assert_array_equal(ember.where(ember.tensor(c), ea, 0.0).numpy(),
+                                  torch_ref.where(torch_ref.from_numpy(c), ta, 0.0).numpy())

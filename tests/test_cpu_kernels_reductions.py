@@ -16,7 +16,9 @@ from ember.cpu_kernels.reduce import arg_reduce, reduce
 from ember.cpu_kernels.scan import scan, scan_indices
 
 DTYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]
-EXAMPLES = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples every run, so a warm kernel cache compiles nothing.
+EXAMPLES = settings(max_examples=30, deadline=None, database=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
 RTOL = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-10}
 VIEWS = ["plain", "flip", "transpose", "step", "broadcast"]
 
@@ -115,7 +117,7 @@ def _reduce_reference(code: int, x: np.ndarray, dims: tuple[int, ...]) -> np.nda
 def test_reduce_matches_numpy(code, x, data):
     dims = tuple(sorted(data.draw(st.sets(st.integers(0, x.ndim - 1)) if x.ndim else st.just(set()))))
     out = np.empty(_keepdim(x.shape, dims), _reduce_out_dtype(code, x.dtype))
-    assume(code not in NEEDS_ELEMENTS or x.size or not out.size)
+    assume(code not in NEEDS_ELEMENTS or x.size)
     reduce(code, x, dims, out)
     _assert_close(out, _reduce_reference(code, x, dims))
 

@@ -9,6 +9,7 @@ same definitions can be called from CPU kernels, from CUDA device code and, with
 """
 import math
 
+import numpy as np
 from numba import njit
 
 inline = njit(inline="always", cache=False)
@@ -453,7 +454,7 @@ def floor_divide(x, y):
     # torch's div_floor: exact through fmod, then rounded to the nearest integer quotient
     if y == 0:
         return x / y
-    mod = math.fmod(x, y)
+    mod = np.fmod(x, y)
     quot = (x - mod) / y
     if mod != 0 and (y < 0) != (mod < 0):
         quot -= 1.0
@@ -474,7 +475,7 @@ def trunc_divide(x, y):
 def remainder(x, y):
     if y == 0:
         return _NAN
-    mod = math.fmod(x, y)
+    mod = np.fmod(x, y)
     if mod != 0 and (y < 0) != (mod < 0):
         mod += y
     return mod
@@ -484,7 +485,7 @@ def remainder(x, y):
 def fmod(x, y):
     if y == 0:
         return _NAN
-    return math.fmod(x, y)
+    return np.fmod(x, y)
 
 
 @inline

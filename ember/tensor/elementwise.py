@@ -23,6 +23,7 @@ SAME = "same"          # the promoted input dtype (bool stays bool)
 FLOAT = "float"        # integers and bool become the default float dtype
 BOOL = "bool"          # computed in the promoted dtype, result is bool
 INT_ONLY = "int"       # integers and bool only
+FLOAT_ONLY = "float_only"  # floating inputs only, result in the same dtype
 
 
 def _float_of(dt: dtypes.dtype) -> dtypes.dtype:
@@ -41,8 +42,8 @@ def _types(name: str, kind: str, promoted: dtypes.dtype) -> tuple[dtypes.dtype, 
         return compute_dtype(result), result
     if kind == BOOL:
         return compute_dtype(promoted), dtypes.bool
-    if kind == INT_ONLY and promoted.is_floating_point:
-        raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dtype_name(promoted)}\'')
+    if (kind == INT_ONLY and promoted.is_floating_point) or (kind == FLOAT_ONLY and not promoted.is_floating_point):
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_name(promoted)}\'')
     return compute_dtype(promoted), promoted
 
 
@@ -69,7 +70,7 @@ class _Unary(Function):
     code: int = -1
     kind: str = SAME
     grad: Callable | None = None
-    saves_output = False
+    uses_output = False  # whether ``grad`` needs the result (saved) or the input
 
     @classmethod
     def forward(cls, ctx, x: Tensor) -> Any:
@@ -77,7 +78,7 @@ class _Unary(Function):
         arr = as_array(x, cdt)
         result = Tensor._make(_run(lambda a, o: backend(x).unary(cls.code, a, o), [arr], arr.shape, cdt, rdt))
         if ctx.needs_input_grad:
-            ctx.save_for_backward(x, result)
+            ctx.save_for_backward(None if cls.uses_output else x, result if cls.uses_output else None)
         return result
 
     @classmethod
@@ -87,7 +88,9 @@ class _Unary(Function):
 
 
 def _unary_class(name: str, code: int, kind: str, grad: Callable | None) -> type:
-    cls = type(name, (_Unary,), {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None})
+    attrs = {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None,
+             "uses_output": name.lower() in _GRAD_USES_OUTPUT}
+    cls = type(name, (_Unary,), attrs)
     cls.__doc__ = f"Elementwise {name.lower()}."
     return cls
 
@@ -129,10 +132,13 @@ UNARY_OPS: dict[str, tuple[int, str, Callable | None]] = {
     "ceil": (op.CEIL, SAME, lambda x, y, g: g * 0),
     "round": (op.ROUND, SAME, lambda x, y, g: g * 0),
     "trunc": (op.TRUNC, SAME, lambda x, y, g: g * 0),
-    "frac": (op.FRAC, SAME, lambda x, y, g: g),
+    "frac": (op.FRAC, FLOAT_ONLY, lambda x, y, g: g),
     "reciprocal": (op.RECIPROCAL, FLOAT, lambda x, y, g: -g * y * y),
     "relu": (op.RELU, SAME, lambda x, y, g: g * (y > 0)),
 }
+# Ops whose gradient is written in terms of the result; the others save their input.
+_GRAD_USES_OUTPUT = {"exp", "exp2", "expm1", "tan", "tanh", "sqrt", "rsqrt", "sigmoid", "erfinv", "reciprocal",
+                     "relu"}
 _UNARY_CLASSES = {name: _unary_class(name.capitalize(), *spec) for name, spec in UNARY_OPS.items()}
 # Rounding ops are the identity on integers (torch returns them unchanged).
 _IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
@@ -218,6 +224,7 @@ class _Binary(Function):
     code: int = -1
     kind: str = SAME
     grad: Callable | None = None
+    uses_output = False
 
     @classmethod
     def forward(cls, ctx, a: Any, b: Any) -> Any:
@@ -229,7 +236,8 @@ class _Binary(Function):
         result = Tensor._make(_run(lambda x, y, o: backend(a, b).binary(code, x, y, o), arrays, shape, cdt, rdt))
         if ctx.needs_input_grad:
             ctx.shapes = (shape_of(a), shape_of(b))
-            ctx.save_for_backward(*(t if isinstance(t, Tensor) else None for t in (a, b)), result)
+            ctx.save_for_backward(*(t if isinstance(t, Tensor) else None for t in (a, b)),
+                                  result if cls.uses_output else None)
             ctx.scalars = (a, b)
         return result
 
@@ -254,7 +262,8 @@ class _Binary(Function):
 
 
 def _binary_class(name: str, code: int, kind: str, grad: Callable | None, **extra: Any) -> type:
-    attrs = {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None}
+    attrs = {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None,
+             "uses_output": name.lower() in ("div", "hypot", "pow", "copysign")}
     attrs.update({k: classmethod(v) for k, v in extra.items()})
     cls = type(name, (_Binary,), attrs)
     cls.__doc__ = f"Elementwise {name.lower()} of two operands."
@@ -288,7 +297,7 @@ def _pow_grad(a, b, y, g, n):
         ga = g * 0 if (not isinstance(b, Tensor) and b == 0) else g * b * pow(a, b - 1)
     if _needs(n, 1):
         if isinstance(a, Tensor):
-            gb = g * where((a == 0) & (b >= 0), 0.0, y * log(a))
+            gb = g * where((a == 0) & (b >= 0), 0.0, y * a.log())
         else:
             gb = g * y * (math.log(a) if a > 0 else (0.0 if a == 0 else math.nan))
     return ga, gb
@@ -313,7 +322,7 @@ BINARY_OPS: dict[str, tuple] = {
     "div": (op.DIV, FLOAT, lambda a, b, y, g, n: (g / b if _needs(n, 0) else None,
                                                      -g * y / b if _needs(n, 1) else None)),
     "atan2": (op.ATAN2, FLOAT, lambda a, b, y, g, n: (g * b / (a * a + b * b), -g * a / (a * a + b * b))),
-    "hypot": (op.HYPOT, FLOAT, lambda a, b, y, g, n: (g * a / y, g * b / y)),
+    "hypot": (op.HYPOT, FLOAT_ONLY, lambda a, b, y, g, n: (g * a / y, g * b / y)),
     "copysign": (op.COPYSIGN, FLOAT, lambda a, b, y, g, n: (g * (y / a).nan_to_num(0.0) if _needs(n, 0) else None,
                                                                g * 0 if _needs(n, 1) else None)),
     "xlogy": (op.XLOGY, FLOAT, lambda a, b, y, g, n: (g * where(a == 0, 0.0, log(b)) if _needs(n, 0) else None,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import conversion, elementwise as ew, matmul as mm, reduce as red, views
+from . import conversion, elementwise as ew, matmul as mm, random_ops, reduce as red, views
 from .tensor import Tensor
 
 
@@ -111,6 +111,15 @@ def bind() -> None:
         self, "addcmul", lambda s: ew.addcmul(s, t1, t2, value=value)), "addcmul_")
     Tensor.addcdiv_ = _method(lambda self, t1, t2, value=1: ew.inplace(
         self, "addcdiv", lambda s: ew.addcdiv(s, t1, t2, value=value)), "addcdiv_")
+    Tensor.clamp_min = _method(lambda self, min: ew.clamp(self, min, None), "clamp_min")
+    Tensor.clamp_max = _method(lambda self, max: ew.clamp(self, None, max), "clamp_max")
+    for name in ("uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_", "log_normal_",
+                 "cauchy_"):
+        setattr(Tensor, name, _method(getattr(random_ops, name), name))
+    Tensor.bernoulli = _method(random_ops.bernoulli, "bernoulli")
+    Tensor.multinomial = _method(random_ops.multinomial, "multinomial")
+    Tensor.cpu = _method(lambda self, memory_format=None: self, "cpu")
+    Tensor.cuda = _method(lambda self, device=None, non_blocking=False: conversion.to(self, "cuda"), "cuda")
     Tensor.T = property(views.full_transpose)
     Tensor.mT = property(views.matrix_transpose)
     Tensor.H = Tensor.T
@@ -134,6 +143,8 @@ def _bind_operators() -> None:
     for name, fn in ops.items():
         setattr(Tensor, name, fn)
     Tensor.__pos__ = lambda self: self
+    Tensor.__getitem__ = views.getitem
+    Tensor.__setitem__ = views.setitem
     reflected = {
         "__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul, "__rtruediv__": ew.div,
         "__rfloordiv__": ew.floor_divide, "__rmod__": lambda a, b: ew.binary("remainder", a, b),

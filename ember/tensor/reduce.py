@@ -125,7 +125,7 @@ class Prod(Function):
         y = _expand_back(y, x.shape, dims, keepdim)
         is_zero = x == 0
         zeros = _expand_back(is_zero.sum(dims, keepdim=True), x.shape, dims, True)
-        others = _expand_back(where(is_zero, 1.0, x).prod(dims, keepdim=True), x.shape, dims, True)
+        others = _expand_back(Prod.apply(where(is_zero, 1.0, x), dims, True, x.dtype), x.shape, dims, True)
         grad = where(zeros == 0, y / where(is_zero, 1.0, x), where(is_zero & (zeros == 1), others, 0.0))
         return g * grad, None, None, None
 

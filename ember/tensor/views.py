@@ -480,3 +480,52 @@ class Copy(Function):
     @staticmethod
     def backward(ctx, g):
         return g, None
+
+
+def _basic_key(x: Tensor, key: Any) -> tuple:
+    """Validate a basic index (ints, slices, None, Ellipsis) against ``x``'s shape, torch's errors."""
+    items = key if isinstance(key, tuple) else (key,)
+    for item in items:
+        if isinstance(item, Tensor) or isinstance(item, (list, np.ndarray)) or isinstance(item, bool):
+            raise IndexError(
+                "ember supports only basic indexing (integers, slices, None, ...) at this version; "
+                f"got an index of type {type(item).__name__}"
+            )
+        if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                f"(got {type(item).__name__})"
+            )
+    if sum(item is Ellipsis for item in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    dim = 0
+    for item in items:
+        if item is Ellipsis:
+            dim += x.ndim - consumed
+        elif item is None:
+            continue
+        else:
+            if isinstance(item, (int, np.integer)):
+                size = x.shape[dim]
+                if item < -size or item >= size:
+                    raise IndexError(f"index {item} is out of bounds for dimension {dim} with size {size}")
+            elif item.step is not None and item.step <= 0:
+                raise ValueError("step must be greater than zero")
+            dim += 1
+    return tuple(int(i) if isinstance(i, np.integer) else i for i in items)
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]`` for basic indices: always a view of ``x``."""
+    index = _basic_key(x, key)
+    return make_view(x, lambda a: a[index], None)
+
+
+def setitem(x: Tensor, key: Any, value: Any) -> None:
+    """``x[key] = value``: copy (with broadcasting) into the viewed region; differentiable in both."""
+    from .conversion import copy_
+
+    copy_(getitem(x, key), value)

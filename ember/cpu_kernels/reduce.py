@@ -234,9 +234,7 @@ def readonly_buffer(a: np.ndarray) -> tuple[np.ndarray, int]:
     return buf, offset
 
 
-def strided_plan(
-    x: np.ndarray, strides_list: list[tuple[int, ...]]
-) -> tuple[np.ndarray, np.ndarray]:
+def strided_plan(x: np.ndarray, strides_list: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     """Shape and strides for ``walk``: dims ordered by ``x``'s stride (largest outermost), then collapsed.
 
     ``strides_list`` holds one element-stride tuple per operand over ``x``'s shape.
@@ -247,8 +245,8 @@ def strided_plan(
     return shape, np.stack(strides)
 
 
-def accumulator_strides(acc: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Element strides of a keepdim-form ``acc`` over the full ``shape``: 0 along reduced dims."""
+def accumulator_strides(acc: np.ndarray) -> tuple[int, ...]:
+    """Element strides of a keepdim-form ``acc``, 0 along its size-1 (reduced) dims."""
     return tuple(0 if n == 1 else s for n, s in zip(acc.shape, element_strides(acc)))
 
 
@@ -325,7 +323,7 @@ def _fold_into(name: str, x: np.ndarray, acc: np.ndarray) -> None:
         _fold_rows(name, readonly_buffer(x)[0], acc.reshape(-1))
         return
     x, acc = _flip_negative(x, acc)
-    shape, strides = strided_plan(x, [element_strides(x), accumulator_strides(acc, x.shape)])
+    shape, strides = strided_plan(x, [element_strides(x), accumulator_strides(acc)])
     xbuf, xoff = readonly_buffer(x)
     abuf, aoff = buffer(acc)
     sx, sa = strides.tolist()
@@ -357,7 +355,7 @@ def arg_reduce(code: int, x: np.ndarray, dim: int, values: np.ndarray, indices: 
     idx.fill(0)
     if x.ndim and x.shape[dim] > 1:
         along = tuple(int(d == dim) for d in range(x.ndim))
-        shape, strides = strided_plan(x, [element_strides(x), accumulator_strides(vals, x.shape), along])
+        shape, strides = strided_plan(x, [element_strides(x), accumulator_strides(vals), along])
         xbuf, xoff = readonly_buffer(x)
         offsets = np.array([xoff, 0, 0], np.int64)
         _kernel(f"{name}_strided")(shape, offsets, strides, xbuf, vals.reshape(-1), idx.reshape(-1))

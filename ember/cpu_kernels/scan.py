@@ -151,7 +151,7 @@ def _result(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _plan(x: np.ndarray, dim: int, results: np.ndarray, state: np.ndarray, with_index: bool):
     """Shape, offsets and strides over x, the result(s), the state and (optionally) the index along ``dim``."""
-    strides_list = [element_strides(x), element_strides(results), accumulator_strides(state, x.shape)]
+    strides_list = [element_strides(x), element_strides(results), accumulator_strides(state)]
     if with_index:
         strides_list.append(tuple(int(d == dim) for d in range(x.ndim)))
     shape, strides = strided_plan(x, strides_list)

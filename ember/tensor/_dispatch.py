@@ -30,8 +30,8 @@ def as_array(x: Any, dt: dtypes.dtype) -> np.ndarray:
     return np.asarray(x, dtype=dt.np)
 
 
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """torch's broadcasting of shapes, with torch's error message."""
+def broadcast_shapes(*shapes: tuple[int, ...], op: str = "") -> tuple[int, ...]:
+    """torch's broadcasting of shapes, with torch's error message (plus the op and the shapes)."""
     first = shapes[0]
     if all(s == first for s in shapes):
         return tuple(first)
@@ -41,9 +41,10 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
         sizes = [s[len(s) - ndim + j] for s in shapes if len(s) - ndim + j >= 0]
         distinct = list(dict.fromkeys(n for n in sizes if n != 1))
         if len(distinct) > 1:
+            where = f" ({op} with shapes {' and '.join(str(list(s)) for s in shapes)})" if op else ""
             raise RuntimeError(
                 f"The size of tensor a ({distinct[0]}) must match the size of tensor b ({distinct[1]}) "
-                f"at non-singleton dimension {j}"
+                f"at non-singleton dimension {j}{where}"
             )
         result.append(distinct[0] if distinct else 1)
     return tuple(result)

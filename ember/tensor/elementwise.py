@@ -230,7 +230,7 @@ class _Binary(Function):
     def forward(cls, ctx, a: Any, b: Any) -> Any:
         promoted = dtypes.result_type_of((a, b))
         code, cdt, rdt = cls.select(promoted)
-        shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or ())
+        shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=cls.__name__.lower())
         arrays = [as_array(a, cdt), as_array(b, cdt)]
         cls.validate(a, b, arrays, cdt)
         result = Tensor._make(_run(lambda x, y, o: backend(a, b).binary(code, x, y, o), arrays, shape, cdt, rdt))
@@ -380,7 +380,7 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     code, kind = spec
     promoted = dtypes.result_type_of((a, b))
     cdt, rdt = _types(name, kind, promoted)
-    shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or ())
+    shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=name)
     arrays = [as_array(a, cdt), as_array(b, cdt)]
     return Tensor._make(_run(lambda x, y, o: backend(a, b).binary(code, x, y, o), arrays, shape, cdt, rdt))
 
@@ -444,7 +444,7 @@ class Where(Function):
             )
         rdt = dtypes.result_type_of((a, b))
         cdt = compute_dtype(rdt)
-        shape = broadcast_shapes(condition.shape, shape_of(a) or (), shape_of(b) or ())
+        shape = broadcast_shapes(condition.shape, shape_of(a) or (), shape_of(b) or (), op="where")
         arrays = [condition._array, as_array(a, cdt), as_array(b, cdt)]
         out = _run(lambda c, x, y, o: backend(a, b).ternary(op.WHERE, c, x, y, o), arrays, shape, cdt, rdt)
         if ctx.needs_input_grad:
@@ -470,7 +470,7 @@ class Clamp(Function):
         bound = np.inf if cdt.is_floating_point else np.iinfo(cdt.np).max
         lo_a = as_array(lo, cdt) if lo is not None else np.array(-bound if cdt.is_floating_point else np.iinfo(cdt.np).min, cdt.np)
         hi_a = as_array(hi, cdt) if hi is not None else np.array(bound, cdt.np)
-        shape = broadcast_shapes(x.shape, shape_of(lo) or (), shape_of(hi) or ())
+        shape = broadcast_shapes(x.shape, shape_of(lo) or (), shape_of(hi) or (), op="clamp")
         arrays = [as_array(x, cdt), lo_a, hi_a]
         out = _run(lambda a, l, h, o: backend(x).ternary(op.CLAMP, a, l, h, o), arrays, shape, cdt, rdt)
         if ctx.needs_input_grad:
@@ -507,7 +507,7 @@ class Lerp(Function):
     def forward(ctx, start, end, weight):
         rdt = dtypes.result_type_of((start, end))
         cdt = compute_dtype(rdt)
-        shape = broadcast_shapes(start.shape, end.shape, shape_of(weight) or ())
+        shape = broadcast_shapes(start.shape, end.shape, shape_of(weight) or (), op="lerp")
         arrays = [as_array(start, cdt), as_array(end, cdt), as_array(weight, cdt)]
         out = _run(lambda a, b, w, o: backend(start).ternary(op.LERP, a, b, w, o), arrays, shape, cdt, rdt)
         if ctx.needs_input_grad:
@@ -571,11 +571,12 @@ def inplace(self: Tensor, name: str, compute: Callable[[Tensor], Tensor]) -> Ten
     result = compute(_snapshot(self) if recording else self)
     if result.shape != self.shape:
         raise RuntimeError(
-            f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(result.shape)}"
+            f"{name}_(): output with shape {list(self.shape)} doesn't match the broadcast shape "
+            f"{list(result.shape)}"
         )
     if not dtypes.can_cast(result.dtype, self.dtype):
-        raise RuntimeError(f"result type {_dtype_name(result.dtype)} can't be cast to the desired output type "
-                           f"{_dtype_name(self.dtype)}")
+        raise RuntimeError(f"{name}_(): result type {_dtype_name(result.dtype)} can't be cast to the desired output "
+                           f"type {_dtype_name(self.dtype)}")
     _check_no_internal_overlap(self)
     np.copyto(self._array, result._array, casting="unsafe")
     self._version.value += 1

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ember import opcodes as op
-from ember.cpu_kernels.matmul import matmul
-from ember.cpu_kernels.reduce import arg_reduce, reduce
-from ember.cpu_kernels.scan import scan, scan_indices
+from ember.cpu_kernels.products import matmul
+from ember.cpu_kernels.reductions import arg_reduce, reduce
+from ember.cpu_kernels.scans import scan, scan_indices
 
 DTYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]
 # derandomize: the same examples every run, so a warm kernel cache compiles nothing.

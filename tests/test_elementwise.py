@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ember
-from conftest import (FLOAT_DTYPES, TOL, assert_close, broadcastable_shapes, float_dtype_names, layouts,
+from conftest import (FLOAT_DTYPES, assert_close, broadcastable_shapes, float_dtype_names, layouts,
                       make_layout, np_array, shapes)
 
 SETTINGS = settings(max_examples=20, deadline=None)

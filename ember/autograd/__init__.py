@@ -1,7 +1,7 @@
 """Reverse-mode automatic differentiation: ``backward``, ``grad``, ``Function`` and grad modes."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from .engine import run_backward
 from .function import Function, FunctionCtx, Node, once_differentiable

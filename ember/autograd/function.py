@@ -174,18 +174,22 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        Tensor = _tensor_class()
         ctx = cls._backward_cls()
-        record = is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in args)
-        if record:
-            ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-            edges = tuple(_edge(a) if isinstance(a, Tensor) else None for a in args)
-        prev = is_grad_enabled()
-        _set_enabled(False)
-        try:
+        grad_mode = is_grad_enabled()
+        record = False
+        if grad_mode:
+            flags = tuple(getattr(a, "_requires_grad", False) is True for a in args)
+            if True in flags:
+                record = True
+                ctx.needs_input_grad = flags
+                edges = tuple(_edge(a) if getattr(a, "_array", None) is not None else None for a in args)
+            _set_enabled(False)
+            try:
+                raw = cls.forward(ctx, *args, **kwargs)
+            finally:
+                _set_enabled(True)
+        else:
             raw = cls.forward(ctx, *args, **kwargs)
-        finally:
-            _set_enabled(prev)
         is_tuple = isinstance(raw, tuple)
         outputs = tuple(_wrap_output(o, args, ctx) for o in (raw if is_tuple else (raw,)))
         for t in ctx._dirty:
@@ -209,7 +213,6 @@ def _tensor_class() -> type:
 
 def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
     Tensor = _tensor_class()
-
     if isinstance(value, np.ndarray):
         return Tensor._make(value)
     if isinstance(value, Tensor) and any(value is a for a in inputs) and not any(value is d for d in ctx._dirty):

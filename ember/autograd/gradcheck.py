@@ -1,7 +1,7 @@
 """Check analytic gradients against central finite differences (use float64 inputs)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 

@@ -3,8 +3,12 @@
 Numba's disk cache only finds module-level functions defined in a real source
 file; kernels built by a factory at run time are recompiled in every process.
 So kernel instances that differ only in the scalar op they inline are written
-out once as a module (named by the hash of its text, so an upgrade never reads
-a stale one) and imported from there.
+out once as a module and imported from there.
+
+Numba's cache checks only the generated file, not the loop skeletons and
+scalar functions it inlines, so the module's name carries a hash of its text
+*and* of every source file of this package: editing or upgrading any kernel
+code gives new module names and so fresh compilation, never a stale kernel.
 """
 from __future__ import annotations
 
@@ -18,6 +22,20 @@ from types import ModuleType
 from .._runtime import kernel_cache_dir
 
 _MODULES: dict[str, ModuleType] = {}
+_PACKAGE_DIGEST: list[str] = []
+
+
+def _package_digest() -> str:
+    """Hash of this package's kernel sources, read once per process."""
+    if not _PACKAGE_DIGEST:
+        h = hashlib.sha256()
+        folder = os.path.dirname(os.path.abspath(__file__))
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.encode() + f.read())
+        _PACKAGE_DIGEST.append(h.hexdigest())
+    return _PACKAGE_DIGEST[0]
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -31,7 +49,7 @@ def _write_atomically(path: str, text: str) -> None:
 
 def generated_module(name: str, source: str) -> ModuleType:
     """Import ``source`` as a module stored in the cache folder, writing it on first use."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    digest = hashlib.sha256((_package_digest() + source).encode()).hexdigest()[:16]
     module_name = f"ember_generated_{name}_{digest}"
     module = _MODULES.get(module_name)
     if module is not None:

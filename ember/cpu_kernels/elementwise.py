@@ -100,8 +100,11 @@ def _use_parallel(n: int) -> bool:
 
 def _flat_operands(inputs: tuple[np.ndarray, ...], out: np.ndarray) -> list | None:
     """(array, step) pairs for the flat loops, or None when some operand needs the strided loop."""
-    flat = []
+    shape = out.shape
     c_order = out.flags.c_contiguous
+    if c_order and all(x.shape == shape and x.flags.c_contiguous for x in inputs):
+        return [p for x in inputs for p in (x.reshape(-1), 1)]
+    flat = []
     out_strides = None
     for x in inputs:
         if x.size == 1:

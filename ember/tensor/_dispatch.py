@@ -11,7 +11,7 @@ from .tensor import Tensor
 
 
 def backend(*operands: Any):
-    """The kernel module for the operands' device (the CPU until CUDA support lands)."""
+    """The kernel module (an ``ember.backend.Backend``) for the operands' device (the CPU until CUDA lands)."""
     return cpu_kernels
 
 

@@ -196,7 +196,7 @@ def isfinite(x: Tensor) -> Tensor:
 def signbit(x: Tensor) -> Tensor:
     """Which elements have the sign bit set (-0.0 included)."""
     if not x.dtype.is_floating_point:
-        return lt(x, 0)
+        return binary("lt", x, 0)
     return _predicate(op.SIGNBIT, x, False)
 
 
@@ -325,7 +325,7 @@ BINARY_OPS: dict[str, tuple] = {
     "hypot": (op.HYPOT, FLOAT_ONLY, lambda a, b, y, g, n: (g * a / y, g * b / y)),
     "copysign": (op.COPYSIGN, FLOAT, lambda a, b, y, g, n: (g * (y / a).nan_to_num(0.0) if _needs(n, 0) else None,
                                                                g * 0 if _needs(n, 1) else None)),
-    "xlogy": (op.XLOGY, FLOAT, lambda a, b, y, g, n: (g * where(a == 0, 0.0, log(b)) if _needs(n, 0) else None,
+    "xlogy": (op.XLOGY, FLOAT, lambda a, b, y, g, n: (g * where(a == 0, 0.0, b.log() if isinstance(b, Tensor) else math.log(b)) if _needs(n, 0) else None,
                                                          g * a / b if _needs(n, 1) else None)),
     "maximum": (op.MAXIMUM, SAME, _max_grad(lambda a, b: a > b)),
     "minimum": (op.MINIMUM, SAME, _max_grad(lambda a, b: a < b)),

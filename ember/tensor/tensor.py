@@ -281,7 +281,7 @@ class Tensor:
     def __bool__(self) -> bool:
         if self._array.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous"
+                "Boolean value of Tensor with more than one value is ambiguous"
                 if self._array.size else "Boolean value of Tensor with no values is ambiguous"
             )
         return bool(self.item())

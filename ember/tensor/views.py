@@ -427,7 +427,7 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
     """A view with explicit sizes and strides (in elements) over the base storage."""
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     if any(s < 0 for s in stride):
         raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
                            f"{list(stride)}")
@@ -458,7 +458,7 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
 
 def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
     """``x`` itself when already laid out in ``memory_format``, else a copy that is."""
-    from .memory_format import contiguous_format, empty_in_format, is_contiguous_as
+    from .memory_format import contiguous_format, is_contiguous_as
 
     fmt = contiguous_format if memory_format is None else memory_format
     if is_contiguous_as(x._array, fmt):

@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 from types import ModuleType
+from typing import Any, Callable
 
 from .._runtime import kernel_cache_dir
 
@@ -68,3 +69,16 @@ def generated_module(name: str, source: str) -> ModuleType:
     spec.loader.exec_module(module)
     _MODULES[module_name] = module
     return module
+
+
+class KernelSet:
+    """The kernels of one generated module: the source is built and imported on first use only."""
+
+    def __init__(self, name: str, source: Callable[[], str]) -> None:
+        self._name, self._source, self._found = name, source, {}
+
+    def __getitem__(self, kernel: str) -> Any:
+        found = self._found.get(kernel)
+        if found is None:
+            found = self._found[kernel] = getattr(generated_module(self._name, self._source()), kernel)
+        return found

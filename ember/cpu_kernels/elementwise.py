@@ -13,7 +13,7 @@ import numba
 import numpy as np
 
 from .. import opcodes as op
-from .codegen import generated_module
+from .codegen import KernelSet
 from .layout import collapse, dense_flat, element_strides, flat_buffer, is_dense
 
 # Below this many elements a parallel launch costs more than it saves.
@@ -79,17 +79,17 @@ def _instances_source() -> str:
     return "\n".join(lines) + "\n"
 
 
+_INSTANCES = KernelSet("elementwise", _instances_source)
 _KERNELS: dict[tuple[int, int], tuple] = {}
 
 
 def _kernels(table: dict[int, str], code: int) -> tuple:
-    """(serial, parallel, strided) kernels of one op, from the generated instances module."""
+    """(serial, parallel, strided) kernels of one op."""
     key = (id(table), code)
     found = _KERNELS.get(key)
     if found is None:
-        module = generated_module("elementwise", _instances_source())
         name = table[code]
-        found = _KERNELS[key] = tuple(getattr(module, f"{name}_{v}") for v in ("serial", "parallel", "strided"))
+        found = _KERNELS[key] = tuple(_INSTANCES[f"{name}_{v}"] for v in ("serial", "parallel", "strided"))
     return found
 
 

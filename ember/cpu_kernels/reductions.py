@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from .. import opcodes as op
-from .codegen import generated_module
+from .codegen import KernelSet
 from .elementwise import PARALLEL_MIN
 from .layout import collapse, element_strides, flat_buffer
 from .loops import BLOCK, _advance, _outer_count
@@ -180,15 +180,7 @@ def _instances_source() -> str:
     return "\n".join(lines) + "\n"
 
 
-_KERNELS: dict[str, object] = {}
-
-
-def _kernel(name: str):
-    """A kernel of the generated module, looked up once (building the source costs a file read)."""
-    found = _KERNELS.get(name)
-    if found is None:
-        found = _KERNELS[name] = getattr(generated_module("reduce", _instances_source()), name)
-    return found
+_KERNELS = KernelSet("reduce", _instances_source)
 
 
 # ------------------------------------------------------------------ launch helpers
@@ -318,12 +310,12 @@ def _fold_into(name: str, x: np.ndarray, acc: np.ndarray) -> None:
     if (sx, sa) in (([1], [0]), ([inner, 1], [1, 0])):  # rows over a dense block in another dim order
         _fold_rows(name, xbuf, abuf)
     else:
-        _kernel(f"{name}_strided")(shape, np.array([xoff, aoff], np.int64), strides, xbuf, abuf)
+        _KERNELS[f"{name}_strided"](shape, np.array([xoff, aoff], np.int64), strides, xbuf, abuf)
 
 
 def _fold_rows(name: str, x: np.ndarray, acc: np.ndarray) -> None:
     variant = "rows_parallel" if parallel_pays(x.size) else "rows"
-    _kernel(f"{name}_{variant}")(x, acc)
+    _KERNELS[f"{name}_{variant}"](x, acc)
 
 
 def arg_reduce(code: int, x: np.ndarray, dim: int, values: np.ndarray, indices: np.ndarray) -> None:
@@ -345,7 +337,7 @@ def arg_reduce(code: int, x: np.ndarray, dim: int, values: np.ndarray, indices: 
         shape, strides = strided_plan(x, [element_strides(x), accumulator_strides(vals), along])
         xbuf, xoff = readonly_buffer(x)
         offsets = np.array([xoff, 0, 0], np.int64)
-        _kernel(f"{name}_strided")(shape, offsets, strides, xbuf, vals.reshape(-1), idx.reshape(-1))
+        _KERNELS[f"{name}_strided"](shape, offsets, strides, xbuf, vals.reshape(-1), idx.reshape(-1))
     for result, work in ((values, vals), (indices, idx)):
         if work is not result:
             np.copyto(result, work, casting="unsafe")

@@ -293,14 +293,16 @@ def digamma(x):
         # reflection: psi(1 - x) - psi(x) = pi / tan(pi x)
         result = -math.pi / math.tan(math.pi * x)
         x = 1.0 - x
-    while x < 6.0:
+    while x < 10.0:
         result -= 1.0 / x
         x += 1.0
     if x == _INF:
         return _INF
     inv = 1.0 / x
     inv2 = inv * inv
-    series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 * (1.0 / 132)))))
+    # asymptotic series: sum of B_2k / (2k x^2k) for k = 1..6
+    series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (
+        1.0 / 240 - inv2 * (1.0 / 132 - inv2 * (691.0 / 32760))))))
     return result + math.log(x) - 0.5 * inv - series
 
 

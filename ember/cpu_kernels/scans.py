@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from .. import opcodes as op
-from .codegen import generated_module
+from .codegen import KernelSet
 from .layout import element_strides
 from .reductions import (
     accumulator_dtype,
@@ -124,15 +124,7 @@ def _instances_source() -> str:
     return "\n".join(lines) + "\n"
 
 
-_KERNELS: dict[str, object] = {}
-
-
-def _kernel(name: str):
-    """A kernel of the generated module, looked up once (building the source costs file reads)."""
-    found = _KERNELS.get(name)
-    if found is None:
-        found = _KERNELS[name] = getattr(generated_module("scan", _instances_source()), name)
-    return found
+_KERNELS = KernelSet("scan", _instances_source)
 
 
 # ------------------------------------------------------------------ launch helpers
@@ -176,7 +168,7 @@ def scan(code: int, x: np.ndarray, dim: int, out: np.ndarray) -> None:
     state = np.full(_state_shape(x, dim), start, state_dtype)
     res = _result(out, compute_dtype(out.dtype))
     shape, offsets, strides, xbuf = _plan(x, dim, res, state, with_index=False)
-    _kernel(name)(shape, offsets, strides, xbuf, res.reshape(-1), state.reshape(-1))
+    _KERNELS[name](shape, offsets, strides, xbuf, res.reshape(-1), state.reshape(-1))
     if res is not out:
         np.copyto(out, res, casting="unsafe")
 
@@ -198,7 +190,7 @@ def scan_indices(code: int, x: np.ndarray, dim: int, values: np.ndarray, indices
     state = np.full(_state_shape(x, dim), identity(SCANS[code][3], x.dtype), x.dtype)
     state_index = np.zeros(state.shape, np.int64)
     shape, offsets, strides, xbuf = _plan(x, dim, vals, state, with_index=True)
-    _kernel(name)(shape, offsets, strides, xbuf, vals.reshape(-1), idx.reshape(-1), state.reshape(-1),
+    _KERNELS[name](shape, offsets, strides, xbuf, vals.reshape(-1), idx.reshape(-1), state.reshape(-1),
                   state_index.reshape(-1))
     for result, work in ((values, vals), (indices, idx)):
         if work is not result:

@@ -104,16 +104,20 @@ def _torch_name(dt: dtypes.dtype) -> str:
             "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[dt.name]
 
 
-class Prod(Function):
-    """Product over dims, with the exact gradient also when inputs contain zeros."""
+class _ReductionSavingOutput(Function):
+    """A reduction whose gradient needs its input and its result."""
 
     @staticmethod
-    def forward(ctx, x, dims, keepdim, out_dt):
-        result = Tensor._make(_reduce_array(op.R_PROD, x, dims, keepdim, out_dt))
+    def forward(ctx, x, code, dims, keepdim, out_dt):
+        result = Tensor._make(_reduce_array(code, x, dims, keepdim, out_dt))
         if ctx.needs_input_grad:
             ctx.dims, ctx.keepdim = dims, keepdim
             ctx.save_for_backward(x, result)
         return result
+
+
+class Prod(_ReductionSavingOutput):
+    """Product over dims, with the exact gradient also when inputs contain zeros."""
 
     @staticmethod
     def backward(ctx, g):
@@ -125,9 +129,10 @@ class Prod(Function):
         y = _expand_back(y, x.shape, dims, keepdim)
         is_zero = x == 0
         zeros = _expand_back(is_zero.sum(dims, keepdim=True), x.shape, dims, True)
-        others = _expand_back(Prod.apply(where(is_zero, 1.0, x), dims, True, x.dtype), x.shape, dims, True)
+        others = Prod.apply(where(is_zero, 1.0, x), op.R_PROD, dims, True, x.dtype)
+        others = _expand_back(others, x.shape, dims, True)
         grad = where(zeros == 0, y / where(is_zero, 1.0, x), where(is_zero & (zeros == 1), others, 0.0))
-        return g * grad, None, None, None
+        return g * grad, None, None, None, None
 
 
 def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -138,19 +143,11 @@ def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     out_dt = _sum_dtype(input, dtype)
     if out_dt is not input.dtype:
         input = input.to(out_dt)
-    return Prod.apply(input, dims, keepdim, out_dt)
+    return Prod.apply(input, op.R_PROD, dims, keepdim, out_dt)
 
 
-class Extreme(Function):
+class Extreme(_ReductionSavingOutput):
     """amax/amin over dims; ties share the gradient evenly, as torch does."""
-
-    @staticmethod
-    def forward(ctx, x, code, dims, keepdim):
-        result = Tensor._make(_reduce_array(code, x, dims, keepdim, x.dtype))
-        if ctx.needs_input_grad:
-            ctx.dims, ctx.keepdim = dims, keepdim
-            ctx.save_for_backward(x, result)
-        return result
 
     @staticmethod
     def backward(ctx, g):
@@ -158,7 +155,7 @@ class Extreme(Function):
         y = _expand_back(y, x.shape, ctx.dims, ctx.keepdim)
         mask = (x == y) | (x.isnan() & y.isnan())
         share = mask / _expand_back(mask.sum(ctx.dims, keepdim=True), x.shape, ctx.dims, True)
-        return _expand_back(g, x.shape, ctx.dims, ctx.keepdim) * share, None, None, None
+        return _expand_back(g, x.shape, ctx.dims, ctx.keepdim) * share, None, None, None, None
 
 
 def _check_nonempty(x: Tensor, dims: tuple[int, ...], name: str) -> None:
@@ -175,14 +172,14 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Maximum over dims (NaN propagates)."""
     dims = reduce_dims(input, dim, "amax")
     _check_nonempty(input, dims, "amax")
-    return Extreme.apply(input, op.R_MAX, dims, keepdim)
+    return Extreme.apply(input, op.R_MAX, dims, keepdim, input.dtype)
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Minimum over dims (NaN propagates)."""
     dims = reduce_dims(input, dim, "amin")
     _check_nonempty(input, dims, "amin")
-    return Extreme.apply(input, op.R_MIN, dims, keepdim)
+    return Extreme.apply(input, op.R_MIN, dims, keepdim, input.dtype)
 
 
 class ArgExtreme(Function):

@@ -5,7 +5,7 @@ functions, elementwise and reduction ops, views, matmul, autograd.
 """
 from . import _runtime  # noqa: F401  (must run before Numba is imported)
 
-from . import autograd
+from . import autograd, random
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled
 from .tensor import methods as _methods

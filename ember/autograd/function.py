@@ -87,13 +87,12 @@ class FunctionCtx(Node):
 
     _forward_cls: type = None  # set on the per-Function backward class
     materialize_grads = True
-
-    def __init__(self) -> None:
-        self._saved = ()
-        self._freed = False
-        self.needs_input_grad = ()
-        self._dirty = ()
-        self._non_differentiable = ()
+    # Defaults live on the class: most calls record nothing, so a ctx is created with no attribute writes.
+    _saved = ()
+    _freed = False
+    needs_input_grad = ()
+    _dirty = ()
+    _non_differentiable = ()
 
     def name(self) -> str:
         return type(self).__name__

@@ -131,6 +131,10 @@ def result_type_of(operands) -> dtype:
     Dimensioned tensors outrank 0-dim tensors, which outrank Python numbers; a
     lower group only matters when its category (bool < int < float) is higher.
     """
+    if len(operands) == 2:
+        a, b = getattr(operands[0], "_array", None), getattr(operands[1], "_array", None)
+        if a is not None and b is not None and a.dtype == b.dtype and a.ndim and b.ndim:
+            return _BY_NP[a.dtype]
     dim_result = zero_result = wrapped_result = None
     for op in operands:
         arr = getattr(op, "_array", None)

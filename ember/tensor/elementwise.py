@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import opcodes as op
-from ..autograd.function import Function
+from ..autograd.function import Function, FunctionCtx
 from ..autograd.grad_mode import is_grad_enabled
 from . import dtypes
 from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, shape_of, sum_to_shape
@@ -47,19 +47,13 @@ def _types(name: str, kind: str, promoted: dtypes.dtype) -> tuple[dtypes.dtype, 
     return compute_dtype(promoted), promoted
 
 
-def _run(kernel_call: Callable, arrays: list[np.ndarray], shape: tuple[int, ...], cdt: dtypes.dtype,
-         rdt: dtypes.dtype, out: np.ndarray | None = None) -> np.ndarray:
-    """Run a kernel into a fresh array (or ``out``), converting from the compute dtype when they differ."""
+def _run(kernel: Callable, code: int, arrays: list[np.ndarray], shape: tuple[int, ...], cdt: dtypes.dtype,
+         rdt: dtypes.dtype) -> np.ndarray:
+    """Run ``kernel(code, *arrays, out)`` into a fresh array, converting from the compute dtype if needed."""
     template = next((a for a in arrays if a.shape == shape), None)
     store_dt = dtypes.bool if rdt is dtypes.bool else cdt
-    if out is not None and out.dtype == store_dt.np:
-        kernel_call(*arrays, out)
-        return out
     result = empty_like_layout(template, shape, store_dt)
-    kernel_call(*arrays, result)
-    if out is not None:
-        np.copyto(out, result, casting="unsafe")
-        return out
+    kernel(code, *arrays, result)
     return result if store_dt is rdt else result.astype(rdt.np)
 
 
@@ -76,7 +70,7 @@ class _Unary(Function):
     def forward(cls, ctx, x: Tensor) -> Any:
         cdt, rdt = _types(cls.__name__.lower(), cls.kind, x.dtype)
         arr = as_array(x, cdt)
-        result = Tensor._make(_run(lambda a, o: backend(x).unary(cls.code, a, o), [arr], arr.shape, cdt, rdt))
+        result = Tensor._make(_run(backend(x).unary, cls.code, [arr], arr.shape, cdt, rdt))
         if ctx.needs_input_grad:
             ctx.save_for_backward(None if cls.uses_output else x, result if cls.uses_output else None)
         return result
@@ -139,6 +133,7 @@ UNARY_OPS: dict[str, tuple[int, str, Callable | None]] = {
 # Ops whose gradient is written in terms of the result; the others save their input.
 _GRAD_USES_OUTPUT = {"exp", "exp2", "expm1", "tan", "tanh", "sqrt", "rsqrt", "sigmoid", "erfinv", "reciprocal",
                      "relu"}
+_NO_CTX = FunctionCtx()  # the ctx of calls that record nothing (its needs_input_grad is empty)
 _UNARY_CLASSES = {name: _unary_class(name.capitalize(), *spec) for name, spec in UNARY_OPS.items()}
 # Rounding ops are the identity on integers (torch returns them unchanged).
 _IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
@@ -155,7 +150,10 @@ def unary(name: str, x: Any) -> Tensor:
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
             "use the `~` or `logical_not()` operator instead."
         )
-    return _UNARY_CLASSES[name].apply(x)
+    cls = _UNARY_CLASSES[name]
+    if x._requires_grad and is_grad_enabled():
+        return cls.apply(x)
+    return cls.forward(_NO_CTX, x)
 
 
 def _predicate(code: int, x: Tensor, integer_value: bool) -> Tensor:
@@ -227,13 +225,18 @@ class _Binary(Function):
     uses_output = False
 
     @classmethod
-    def forward(cls, ctx, a: Any, b: Any) -> Any:
+    def compute(cls, a: Any, b: Any) -> np.ndarray:
+        """The result array, with promotion, broadcasting and validation (no autograd)."""
         promoted = dtypes.result_type_of((a, b))
         code, cdt, rdt = cls.select(promoted)
         shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=cls.__name__.lower())
         arrays = [as_array(a, cdt), as_array(b, cdt)]
         cls.validate(a, b, arrays, cdt)
-        result = Tensor._make(_run(lambda x, y, o: backend(a, b).binary(code, x, y, o), arrays, shape, cdt, rdt))
+        return _run(backend(a, b).binary, code, arrays, shape, cdt, rdt)
+
+    @classmethod
+    def forward(cls, ctx, a: Any, b: Any) -> Any:
+        result = Tensor._make(cls.compute(a, b))
         if ctx.needs_input_grad:
             ctx.shapes = (shape_of(a), shape_of(b))
             ctx.save_for_backward(*(t if isinstance(t, Tensor) else None for t in (a, b)),
@@ -344,16 +347,16 @@ _BINARY_EXTRA = {
     "fmod": {"select": _int_or_float(op.IFMOD, op.FMOD), "validate": _check_int_divisor},
     "trunc_divide": {"select": _int_or_float(op.ITRUNC_DIV, op.TRUNC_DIV), "validate": _check_int_divisor},
 }
-_BINARY_CLASSES = {
-    name: _binary_class(name.title().replace("_", ""), *spec, **_BINARY_EXTRA.get(name, {}))
-    for name, spec in BINARY_OPS.items()
-}
 _NO_GRAD_BINARY = {
     "eq": (op.EQ, BOOL), "ne": (op.NE, BOOL), "lt": (op.LT, BOOL), "le": (op.LE, BOOL), "gt": (op.GT, BOOL),
     "ge": (op.GE, BOOL), "logical_and": (op.LOGICAL_AND, BOOL), "logical_or": (op.LOGICAL_OR, BOOL),
     "logical_xor": (op.LOGICAL_XOR, BOOL), "bitwise_and": (op.BITWISE_AND, INT_ONLY),
     "bitwise_or": (op.BITWISE_OR, INT_ONLY), "bitwise_xor": (op.BITWISE_XOR, INT_ONLY),
     "bitwise_left_shift": (op.LSHIFT, INT_ONLY), "bitwise_right_shift": (op.RSHIFT, INT_ONLY),
+}
+_BINARY_CLASSES = {
+    name: _binary_class(name.title().replace("_", ""), *spec, **_BINARY_EXTRA.get(name, {}))
+    for name, spec in {**BINARY_OPS, **{k: (c, kind, None) for k, (c, kind) in _NO_GRAD_BINARY.items()}}.items()
 }
 
 
@@ -374,15 +377,11 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
             "`logical_xor()` operator instead."
         )
-    spec = _NO_GRAD_BINARY.get(name)
-    if spec is None:
-        return _BINARY_CLASSES[name].apply(a, b)
-    code, kind = spec
-    promoted = dtypes.result_type_of((a, b))
-    cdt, rdt = _types(name, kind, promoted)
-    shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=name)
-    arrays = [as_array(a, cdt), as_array(b, cdt)]
-    return Tensor._make(_run(lambda x, y, o: backend(a, b).binary(code, x, y, o), arrays, shape, cdt, rdt))
+    cls = _BINARY_CLASSES[name]
+    if cls.grad is not None and is_grad_enabled() and (getattr(a, "_requires_grad", False)
+                                                      or getattr(b, "_requires_grad", False)):
+        return cls.apply(a, b)
+    return Tensor._make(cls.compute(a, b))
 
 
 def _is_bool(x: Any) -> bool:
@@ -446,7 +445,7 @@ class Where(Function):
         cdt = compute_dtype(rdt)
         shape = broadcast_shapes(condition.shape, shape_of(a) or (), shape_of(b) or (), op="where")
         arrays = [condition._array, as_array(a, cdt), as_array(b, cdt)]
-        out = _run(lambda c, x, y, o: backend(a, b).ternary(op.WHERE, c, x, y, o), arrays, shape, cdt, rdt)
+        out = _run(backend(a, b).ternary, op.WHERE, arrays, shape, cdt, rdt)
         if ctx.needs_input_grad:
             ctx.condition = condition
             ctx.shapes = (shape_of(a), shape_of(b))
@@ -472,7 +471,7 @@ class Clamp(Function):
         hi_a = as_array(hi, cdt) if hi is not None else np.array(bound, cdt.np)
         shape = broadcast_shapes(x.shape, shape_of(lo) or (), shape_of(hi) or (), op="clamp")
         arrays = [as_array(x, cdt), lo_a, hi_a]
-        out = _run(lambda a, l, h, o: backend(x).ternary(op.CLAMP, a, l, h, o), arrays, shape, cdt, rdt)
+        out = _run(backend(x).ternary, op.CLAMP, arrays, shape, cdt, rdt)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, lo if isinstance(lo, Tensor) else None, hi if isinstance(hi, Tensor) else None)
             ctx.bounds = (lo, hi)
@@ -509,7 +508,7 @@ class Lerp(Function):
         cdt = compute_dtype(rdt)
         shape = broadcast_shapes(start.shape, end.shape, shape_of(weight) or (), op="lerp")
         arrays = [as_array(start, cdt), as_array(end, cdt), as_array(weight, cdt)]
-        out = _run(lambda a, b, w, o: backend(start).ternary(op.LERP, a, b, w, o), arrays, shape, cdt, rdt)
+        out = _run(backend(start).ternary, op.LERP, arrays, shape, cdt, rdt)
         if ctx.needs_input_grad:
             ctx.save_for_backward(start, end, weight if isinstance(weight, Tensor) else None)
             ctx.weight = weight

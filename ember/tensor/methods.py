@@ -8,6 +8,10 @@ from .tensor import Tensor
 
 
 def _method(fn: Callable, name: str) -> Callable:
+    """``fn`` as a method: plain functions bind directly (no extra call frame), others get a wrapper."""
+    if getattr(fn, "__name__", None) == name and getattr(fn, "__code__", None) is not None:
+        return fn
+
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         return fn(self, *args, **kwargs)
 

@@ -5,7 +5,7 @@ functions, elementwise and reduction ops, views, matmul, autograd.
 """
 from . import _runtime  # noqa: F401  (must run before Numba is imported)
 
-from . import autograd, random
+from . import autograd, linalg, random
 from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled
 from .tensor import methods as _methods
@@ -18,7 +18,10 @@ from .tensor.dtypes import (  # noqa: A004 - torch's names
     promote_types, set_default_dtype, uint8,
 )
 from .tensor.elementwise import add, addcdiv, addcmul, bitwise_not, clamp, div, floor_divide, isfinite, isinf, \
-    isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, pow, signbit, sub, where
+    isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, pow, signbit, sub
+from .tensor.indexing import argwhere, gather, index_add, index_copy, index_fill, index_put, index_put_, \
+    index_select, masked_fill, masked_scatter, masked_select, nonzero, put, scatter, scatter_add, scatter_reduce, \
+    take, take_along_dim, where
 from .tensor.matmul import addmm, bmm, dot, matmul, mm, mv, outer
 from .tensor.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, \
     preserve_format
@@ -29,6 +32,10 @@ from .tensor.random_ops import bernoulli, multinomial, normal, rand, rand_like, 
     randn_like, randperm
 from .tensor.reduce import all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, \
     mean, median, min, norm, prod, std, std_mean, sum, var, var_mean
+from .tensor.sorting import argsort, bincount, bucketize, cummax, cummin, histc, isin, kthvalue, mode, msort, \
+    searchsorted, sort, topk, unique, unique_consecutive
+from .linalg import det, inv as inverse, matrix_power
+from .linalg.legacy import cholesky, cross, logdet, pinverse, qr, slogdet, svd
 from .tensor.tensor import Size, Tensor, is_tensor
 from .tensor.views import as_strided, broadcast_to, chunk, diagonal, expand, flatten, movedim, narrow, permute, \
     reshape, select, split, squeeze, t, transpose, unbind, unflatten, unsqueeze

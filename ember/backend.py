@@ -33,8 +33,35 @@ class Backend(Protocol):
     def scan(self, code: int, x: Array, dim: int, out: Array) -> None:
         """Cumulative op of ``x`` along ``dim``."""
 
+    def scan_indices(self, code: int, x: Array, dim: int, values: Array, indices: Array) -> None:
+        """cummax/cummin values and the index of each running extreme along ``dim``."""
+
     def matmul(self, a: Array, b: Array, out: Array) -> None:
         """Batched product (B, M, K) @ (B, K, N) into (B, M, N)."""
+
+    def scatter(self, reduce: str, out: Array, index: Array, src: Array) -> None:
+        """``out[index[i]] (reduce)= src[i]`` in index order; reduce is assign, sum, prod, amax or amin."""
+
+    def sort(self, x: Array, dim: int, descending: bool, values: Array, indices: Array) -> None:
+        """Stable sort along ``dim`` (NaN largest), with the source index of every value."""
+
+    def topk(self, x: Array, k: int, dim: int, largest: bool, values: Array, indices: Array) -> None:
+        """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
+
+    def kthvalue(self, x: Array, k: int, dim: int, values: Array, indices: Array) -> None:
+        """The k-th smallest value along ``dim`` and its index (keepdim shapes)."""
+
+    def mode(self, x: Array, dim: int, values: Array, indices: Array) -> None:
+        """The most frequent value along ``dim`` and an index of it (keepdim shapes)."""
+
+    def searchsorted(self, boundaries: Array, values: Array, right: bool, sorter: Array | None, out: Array) -> None:
+        """Insertion points of each row of ``values`` in the matching sorted row of ``boundaries``."""
+
+    def bincount(self, x: Array, weights: Array | None, out: Array) -> None:
+        """Add one (or the weight) to ``out[x[i]]`` for every i."""
+
+    def histc(self, x: Array, lo: float, hi: float, out: Array) -> None:
+        """Counts of ``x`` in ``out.size`` equal bins over [lo, hi]."""
 
 
 CONTRACT = tuple(name for name in Backend.__dict__ if not name.startswith("_"))

@@ -1,12 +1,15 @@
 """The CPU backend: Numba ``njit`` kernels over NumPy arrays.
 
 It implements the backend contract written down in ``ember.backend``
-(``unary``, ``binary``, ``ternary``, ``reduce``, ``arg_reduce``, ``scan``,
-``matmul``); ``tests/test_backend_contract.py`` checks names and signatures.
+(elementwise, reductions, scans, products, sorting);
+``tests/test_backend_contract.py`` checks names and signatures.
 """
 from .elementwise import binary, ternary, unary
+from .indexing import scatter
 from .products import matmul
 from .reductions import arg_reduce, reduce
-from .scans import scan
+from .scans import scan, scan_indices
+from .sorting import bincount, histc, kthvalue, mode, searchsorted, sort, topk
 
-__all__ = ["unary", "binary", "ternary", "reduce", "arg_reduce", "scan", "matmul"]
+__all__ = ["unary", "binary", "ternary", "reduce", "arg_reduce", "scan", "scan_indices", "matmul", "scatter", "sort", "topk",
+           "kthvalue", "mode", "searchsorted", "bincount", "histc"]

@@ -594,7 +594,7 @@ def _snapshot(t: Tensor) -> Tensor:
 
 
 def _check_no_internal_overlap(t: Tensor) -> None:
-    if any(s == 0 and n > 1 for s, n in zip(t._array.strides, t._array.shape)):
+    if t._array.size and any(s == 0 and n > 1 for s, n in zip(t._array.strides, t._array.shape)):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation."

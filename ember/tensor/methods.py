@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import conversion, elementwise as ew, matmul as mm, random_ops, reduce as red, views
+import numpy as np
+
+from . import conversion, elementwise as ew, indexing, matmul as mm, random_ops, reduce as red, sorting, views
 from .tensor import Tensor
 
 
@@ -30,6 +32,17 @@ def _unary_inplace(name: str) -> Callable:
 
 def _binary_inplace(name: str, fn: Callable) -> Callable:
     return _method(lambda self, other, **kw: ew.inplace(self, name, lambda s: fn(s, other, **kw)), name + "_")
+
+
+def _comparison(fn: Callable, name: str) -> Callable:
+    """``==``/``!=``: elementwise for tensors and numbers, Python's identity rule for anything else (e.g. None)."""
+    def compare(self: Tensor, other: Any) -> Any:
+        if isinstance(other, (Tensor, int, float, bool, np.number, np.bool_)):
+            return fn(self, other)
+        return NotImplemented
+
+    compare.__name__ = name
+    return compare
 
 
 def _reflected(fn: Callable, name: str) -> Callable:
@@ -124,6 +137,11 @@ def bind() -> None:
     Tensor.multinomial = _method(random_ops.multinomial, "multinomial")
     Tensor.cpu = _method(lambda self, memory_format=None: self, "cpu")
     Tensor.cuda = _method(lambda self, device=None, non_blocking=False: conversion.to(self, "cuda"), "cuda")
+    from .. import linalg
+
+    for module in (sorting, linalg, indexing):
+        for name, fn in module.TENSOR_METHODS.items():
+            setattr(Tensor, name, _method(fn, name))
     Tensor.T = property(views.full_transpose)
     Tensor.mT = property(views.matrix_transpose)
     Tensor.H = Tensor.T
@@ -146,9 +164,11 @@ def _bind_operators() -> None:
     }
     for name, fn in ops.items():
         setattr(Tensor, name, fn)
+    Tensor.__eq__ = _comparison(Tensor.eq, "__eq__")
+    Tensor.__ne__ = _comparison(Tensor.ne, "__ne__")
     Tensor.__pos__ = lambda self: self
-    Tensor.__getitem__ = views.getitem
-    Tensor.__setitem__ = views.setitem
+    Tensor.__getitem__ = indexing.getitem
+    Tensor.__setitem__ = indexing.setitem
     reflected = {
         "__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul, "__rtruediv__": ew.div,
         "__rfloordiv__": ew.floor_divide, "__rmod__": lambda a, b: ew.binary("remainder", a, b),

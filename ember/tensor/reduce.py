@@ -1,6 +1,7 @@
 """Reductions and scans over dims, with torch's dtypes, named-tuple results and gradients."""
 from __future__ import annotations
 
+import builtins
 from collections import namedtuple
 from typing import Any
 
@@ -159,7 +160,7 @@ class Extreme(_ReductionSavingOutput):
 
 
 def _check_nonempty(x: Tensor, dims: tuple[int, ...], name: str) -> None:
-    if x.numel() == 0 and (not dims or any(x.shape[d] == 0 for d in dims)):
+    if x.numel() == 0 and (not dims or builtins.any(x.shape[d] == 0 for d in dims)):
         if not dims or len(dims) == x.ndim:
             raise RuntimeError(
                 f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "

@@ -44,7 +44,8 @@ class Tensor:
               base: "Tensor | None" = None) -> "Tensor":
         """Wrap an array without copying (the storage is shared with ``array``)."""
         t = object.__new__(cls)
-        t._array = array
+        # NumPy ufuncs return scalars for 0-d inputs; a tensor always holds a real (0-d) array
+        t._array = array if type(array) is np.ndarray else np.asarray(array)
         t._version = version if version is not None else _Version()
         t._requires_grad = requires_grad
         t._grad_fn = None

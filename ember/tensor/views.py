@@ -317,7 +317,7 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
     if i < -size or i >= size:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(x.shape)} at dimension {d}")
     i %= size
-    key = (slice(None),) * d + (i,)
+    key = (slice(None),) * d + (i, Ellipsis)  # the Ellipsis keeps a 0-d result an array view, not a scalar
     return make_view(x, lambda a: a[key], None)
 
 
@@ -515,7 +515,9 @@ def _basic_key(x: Tensor, key: Any) -> tuple:
             elif item.step is not None and item.step <= 0:
                 raise ValueError("step must be greater than zero")
             dim += 1
-    return tuple(int(i) if isinstance(i, np.integer) else i for i in items)
+    items = tuple(int(i) if isinstance(i, np.integer) else i for i in items)
+    # an Ellipsis keeps NumPy from returning a scalar copy when every dim is indexed by an int
+    return items if any(i is Ellipsis for i in items) else items + (Ellipsis,)
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:

@@ -1,0 +1,118 @@
+"""What every linalg op shares: torch's error type and checks, LAPACK error location, and tensor helpers
+that backward formulas use (masks and identities as constants, so they stay differentiable)."""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Callable
+
+import numpy as np
+import scipy.linalg
+
+from ..tensor import dtypes
+from ..tensor.elementwise import _dtype_name
+from ..tensor.tensor import Tensor
+
+
+class LinAlgError(RuntimeError):
+    """A LAPACK routine failed on its input (singular or not positive-definite): torch's ``_LinAlgError``."""
+
+
+# torch.return_types, by torch's names and fields
+linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
+linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
+linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+def check_tensor(x: Any, op: str, label: str = "A") -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{label}' must be Tensor, not {type(x).__name__}")
+
+
+def check_matrix(A: Any, op: str, *, square: bool = False, half_kernel: str | None = None,
+                 kernel_checks_dtype: bool = False) -> None:
+    """torch's checks of a LAPACK input: a Tensor of >= 2 dims, float32/float64, square if asked. Where torch
+    lets the kernel reject a dtype (``kernel_checks_dtype``), the error is its NotImplementedError."""
+    check_tensor(A, op)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    if kernel_checks_dtype and A.dtype not in (dtypes.float32, dtypes.float64):
+        raise NotImplementedError(f'"{half_kernel}" not implemented for \'{_dtype_name(A.dtype)}\'')
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {_dtype_name(A.dtype)}")
+    if A.dtype is dtypes.float16:
+        if half_kernel is not None:
+            raise NotImplementedError(f'"{half_kernel}" not implemented for \'Half\'')
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(
+            f"{op}: A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
+        )
+
+
+def check_same_dtype(op: str, A: Tensor, B: Tensor) -> None:
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
+                           f"{_dtype_name(A.dtype)} and B of type {_dtype_name(B.dtype)} instead")
+
+
+def lapack_info(routine: str, matrices: np.ndarray, **kwargs: Any) -> np.ndarray:
+    """LAPACK's ``info`` of ``routine`` (getrf, potrf) on each matrix of a batch, flattened."""
+    flat = matrices.reshape((-1,) + matrices.shape[-2:])
+    info = np.zeros(flat.shape[0], dtype=np.int32)
+    if flat.shape[-1] == 0:
+        return info
+    fn = scipy.linalg.get_lapack_funcs(routine, (flat,))
+    for i, a in enumerate(flat):
+        info[i] = fn(a, **kwargs)[-1]
+    return info
+
+
+def raise_first_failure(op: str, info: np.ndarray, batched: bool, describe: Callable[[int], str]) -> None:
+    """Raise torch's LinAlgError for the first matrix whose LAPACK ``info`` is positive."""
+    bad = np.flatnonzero(info > 0)
+    if bad.size:
+        where = f"(Batch element {bad[0]}): " if batched else ""
+        raise LinAlgError(f"{op}: {where}{describe(int(info[bad[0]]))}")
+
+
+def singular_message(k: int) -> str:
+    return (f"The diagonal element {k} is zero, the inversion could not be completed because the input matrix "
+            "is singular.")
+
+
+def constant(array: np.ndarray, like: Tensor) -> Tensor:
+    """A constant tensor in ``like``'s dtype (masks, identities): it takes part in products, not in the graph."""
+    return Tensor._make(np.asarray(array, dtype=like._array.dtype))
+
+
+def eye(n: int, like: Tensor) -> Tensor:
+    return constant(np.eye(n), like)
+
+
+def tril(x: Tensor, k: int = 0) -> Tensor:
+    """Lower triangle (from diagonal ``k``) of the last two dims, as a differentiable masked product."""
+    return x * constant(np.tri(x.shape[-2], x.shape[-1], k), x)
+
+
+def triu(x: Tensor, k: int = 0) -> Tensor:
+    """Upper triangle (from diagonal ``k``) of the last two dims."""
+    return x * constant(1 - np.tri(x.shape[-2], x.shape[-1], k - 1), x)
+
+
+def diag_embed(v: Tensor) -> Tensor:
+    """A batch of diagonal matrices with ``v`` (..., n) on the diagonal."""
+    return v.unsqueeze(-1) * eye(v.shape[-1], v)
+
+
+def off_diagonal_reciprocal(diff: Tensor) -> Tensor:
+    """``1 / diff`` off the diagonal and 0 on it (the F matrix of eigen/singular vector derivatives)."""
+    n = diff.shape[-1]
+    identity = eye(n, diff)
+    return (1 - identity) / (diff + identity)
+
+
+def scalar_or_array(value: Any, dt: np.dtype) -> np.ndarray:
+    """A tolerance (number or Tensor) as an array, for broadcasting against a batch."""
+    return np.asarray(value._array if isinstance(value, Tensor) else value, dtype=dt)

@@ -1,0 +1,124 @@
+"""Products: matrix powers, chained products in the cheapest order, cross and dot products of vectors.
+All are compositions of differentiable ops (matmul, inv, elementwise, sums)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..tensor.elementwise import _dtype_name
+from ..tensor.matmul import matmul
+from ..tensor.tensor import Tensor, _wrap_dim
+from ._common import check_tensor, constant
+from .inverses import inv
+
+def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
+    """torch.linalg.matrix_power: ``A^n`` by repeated squaring; ``n = 0`` gives identities, ``n < 0`` powers of
+    the inverse."""
+    check_tensor(A, "linalg.matrix_power")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if n == 0:
+        return Tensor._make(np.ascontiguousarray(np.broadcast_to(np.eye(A.shape[-1], dtype=A._array.dtype),
+                                                                 A.shape)))
+    base, n = (inv(A), -int(n)) if n < 0 else (A, int(n))
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result.clone() if result is A else result
+
+
+def _chain_order(dims: list[int]) -> list[list[int]]:
+    """Split points of the cheapest parenthesisation of a chain with matrix sizes ``dims`` (classic DP)."""
+    count = len(dims) - 1
+    cost = [[0] * count for _ in range(count)]
+    split = [[0] * count for _ in range(count)]
+    for length in range(1, count):
+        for i in range(count - length):
+            j = i + length
+            cost[i][j], split[i][j] = min(
+                (cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1], k) for k in range(i, j))
+    return split
+
+
+def _multiply(mats: Sequence[Tensor], split: list[list[int]], i: int, j: int) -> Tensor:
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return matmul(_multiply(mats, split, i, k), _multiply(mats, split, k + 1, j))
+
+
+def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """torch.linalg.multi_dot: the product of a chain of matrices (first/last may be vectors), multiplied in the
+    order that costs the fewest flops."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        check_tensor(t, "multi_dot", f"tensors[{i}]")
+    first, last = tensors[0], tensors[-1]
+    if first.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.ndim}D")
+    if last.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.ndim}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for i, t in enumerate(tensors):
+        if t.dtype is not first.dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_dtype_name(first.dtype).lower()} and tensor {i} {_dtype_name(t.dtype).lower()}")
+    mats = [first.unsqueeze(0) if first.ndim == 1 else first] + tensors[1:-1] + \
+        [last.unsqueeze(-1) if last.ndim == 1 else last]
+    for i in range(len(mats) - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                               f"{list(tensors[i + 1].shape)} cannot be multiplied")
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    result = _multiply(mats, _chain_order(dims), 0, len(mats) - 1)
+    if last.ndim == 1:
+        result = result.squeeze(-1)
+    if first.ndim == 1:
+        result = result.squeeze(0)
+    return result
+
+
+_ROLL = {shift: np.array([[1.0 if i == (j + shift) % 3 else 0.0 for j in range(3)] for i in range(3)])
+         for shift in (1, 2)}
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+    """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (other dims broadcast)."""
+    check_tensor(input, "linalg.cross", "input")
+    check_tensor(other, "linalg.cross", "other")
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(input.dtype)} but found {_dtype_name(other.dtype)}")
+    d = _wrap_dim(dim, input.ndim, "linalg.cross")
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
+                           f"{other.shape[d]}")
+    a, b = input.movedim(d, -1), other.movedim(d, -1)
+    roll1, roll2 = constant(_ROLL[1], a), constant(_ROLL[2], a)       # (x @ roll_k)[j] = x[(j + k) % 3]
+    result = matmul(a, roll1) * matmul(b, roll2) - matmul(a, roll2) * matmul(b, roll1)
+    return result.movedim(-1, d)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+    """torch.linalg.vecdot: the dot product of vectors along ``dim``, other dims broadcast."""
+    check_tensor(x, "linalg.vecdot", "x")
+    check_tensor(y, "linalg.vecdot", "y")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {_dtype_name(x.dtype)}")
+    return (x * y).sum(dim)

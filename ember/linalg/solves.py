@@ -1,0 +1,210 @@
+"""Linear systems: general (LU), triangular, and least squares, batched with broadcast batch dims."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from ..autograd.function import Function
+from ..tensor import dtypes
+from ..tensor.elementwise import _dtype_name
+from ..tensor._dispatch import broadcast_shapes, sum_to_shape
+from ..tensor.tensor import Tensor
+from ._common import LinAlgError, check_matrix, check_same_dtype, check_tensor, lapack_info, linalg_lstsq, \
+    raise_first_failure, tril, triu
+from .inverses import Pinv, pinv_vjp
+
+
+def _broadcast_pair(A: Tensor, B: Tensor, op: str) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` (*, n, n) and ``B`` (*, ., k) as arrays with one broadcast batch shape."""
+    batch = broadcast_shapes(A.shape[:-2], B.shape[:-2], op=op)
+    return (np.broadcast_to(A._array, batch + A.shape[-2:]), np.broadcast_to(B._array, batch + B.shape[-2:]))
+
+
+def _check_system(op: str, A: Tensor, B: Tensor, left: bool) -> None:
+    rows, cols = B.shape[-2:]
+    if (rows if left else cols) != A.shape[-1]:
+        equation = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {equation} "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {rows}x{cols})")
+
+
+# ------------------------------------------------------------------------------------------------------- solve
+class Solve(Function):
+    """``X = A^-1 B`` for matrix ``B`` (batch dims broadcast); gradients ``A^-T G`` and ``-(A^-T G) X^T``."""
+
+    @staticmethod
+    def forward(ctx, A: Tensor, B: Tensor) -> Tensor:
+        a, b = _broadcast_pair(A, B, "linalg.solve")
+        try:
+            x = np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            raise_first_failure("torch.linalg.solve", lapack_info("getrf", a), a.ndim > 2,
+                                lambda k: "The solver failed because the input matrix is singular.")
+            raise
+        result = Tensor._make(x)
+        if ctx.needs_input_grad:
+            ctx.b_shape = B.shape
+            ctx.save_for_backward(A, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        A, X = ctx.saved_tensors
+        gB = Solve.apply(A.mT, g)
+        gA = sum_to_shape(-(gB @ X.mT), A.shape) if ctx.needs_input_grad[0] else None
+        return gA, sum_to_shape(gB, ctx.b_shape) if ctx.needs_input_grad[1] else None
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
+    """torch.linalg.solve: ``X`` with ``A X = B`` (or ``X A = B`` when ``left=False``); B may be a (batch of)
+    vector(s)."""
+    check_matrix(A, "linalg.solve", square=True, half_kernel="lu_cpu")
+    check_tensor(B, "linalg.solve", "B")
+    if B.ndim == 0:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
+    check_same_dtype("linalg.solve", A, B)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    Bm = B.unsqueeze(-1) if vector else B
+    _check_system("linalg.solve", A, Bm, left)
+    X = Solve.apply(A, Bm) if left else Solve.apply(A.mT, Bm.mT).mT
+    return X.squeeze(-1) if vector else X
+
+
+# ------------------------------------------------------------------------------------------ triangular solve
+def _triangular_solve(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
+    """Batched triangular solve; a zero pivot gives inf/nan as in torch (BLAS trsm), not an error."""
+    if b.size == 0:
+        return np.empty(b.shape, a.dtype)
+    try:
+        return scipy.linalg.solve_triangular(a, b, lower=not upper, unit_diagonal=unit, check_finite=False)
+    except np.linalg.LinAlgError:
+        flat_a, flat_b = a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:])
+        trsm = scipy.linalg.get_blas_funcs("trsm", (flat_a, flat_b))
+        with np.errstate(all="ignore"):
+            out = [trsm(1.0, m, rhs, lower=int(not upper), diag=int(unit)) for m, rhs in zip(flat_a, flat_b)]
+        return np.stack(out).reshape(b.shape)
+
+
+class SolveTriangular(Function):
+    """``X = A^-1 B`` for triangular ``A`` (only its triangle is read); gradient of ``A`` is that triangle of
+    ``-(A^-T G) X^T``."""
+
+    @staticmethod
+    def forward(ctx, A: Tensor, B: Tensor, upper: bool, unitriangular: bool) -> Tensor:
+        a, b = _broadcast_pair(A, B, "linalg.solve_triangular")
+        result = Tensor._make(np.asarray(_triangular_solve(a, b, upper, unitriangular), dtype=a.dtype))
+        if ctx.needs_input_grad:
+            ctx.upper, ctx.unit, ctx.b_shape = upper, unitriangular, B.shape
+            ctx.save_for_backward(A, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        A, X = ctx.saved_tensors
+        gB = SolveTriangular.apply(A.mT, g, not ctx.upper, ctx.unit)
+        gA = None
+        if ctx.needs_input_grad[0]:
+            full = -(gB @ X.mT)
+            gA = sum_to_shape(triu(full, int(ctx.unit)) if ctx.upper else tril(full, -int(ctx.unit)), A.shape)
+        return gA, (sum_to_shape(gB, ctx.b_shape) if ctx.needs_input_grad[1] else None), None, None
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False,
+                     out: Any = None) -> Tensor:
+    """torch.linalg.solve_triangular: solve with a triangular ``A`` by substitution (no factorization)."""
+    op = "linalg.solve_triangular"
+    check_matrix(A, op, square=True)
+    check_tensor(B, op, "B")
+    if B.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    check_same_dtype(op, A, B)
+    _check_system(op, A, B, left)
+    if left:
+        return SolveTriangular.apply(A, B, upper, unitriangular)
+    return SolveTriangular.apply(A.mT, B.mT, not upper, unitriangular).mT
+
+
+# -------------------------------------------------------------------------------------------- least squares
+LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def _lstsq_one(a: np.ndarray, b: np.ndarray, rcond: float, driver: str) -> tuple[np.ndarray, int, np.ndarray]:
+    """(solution, rank, singular values) of one system by the named LAPACK driver."""
+    m, n = a.shape
+    if driver == "gels":
+        gels = scipy.linalg.get_lapack_funcs("gels", (a, b))
+        rhs = np.zeros((max(m, n), b.shape[1]), dtype=a.dtype)
+        rhs[:m] = b
+        _, x, info = gels(a, rhs)
+        if info > 0:
+            raise LinAlgError("torch.linalg.lstsq: The least squares solution could not be computed because the "
+                              "input matrix does not have full rank (error code: {info}).".format(info=info))
+        return x[:n], n, np.empty(0, a.dtype)
+    x, _, rank, sv = scipy.linalg.lstsq(a, b, cond=rcond, lapack_driver=driver, check_finite=False)
+    return x, int(rank), (np.empty(0, a.dtype) if sv is None else sv)
+
+
+class Lstsq(Function):
+    """Least-squares solution of ``A X = B``; the gradient (full rank) is that of ``pinv(A) @ B``."""
+
+    @staticmethod
+    def forward(ctx, A: Tensor, B: Tensor, rcond: float, driver: str):
+        a, b = _broadcast_pair(A, B, "linalg.lstsq")
+        (m, n), k = a.shape[-2:], b.shape[-1]
+        batch = a.shape[:-2]
+        fa, fb = a.reshape((-1, m, n)), b.reshape((-1, m, k))
+        x = np.zeros((fa.shape[0], n, k), dtype=a.dtype)
+        ranks = np.zeros(fa.shape[0], dtype=np.int64)
+        svals = np.zeros((fa.shape[0], min(m, n) if driver in ("gelsd", "gelss") else 0), dtype=a.dtype)
+        if m and n:
+            for i in range(fa.shape[0]):
+                x[i], ranks[i], sv = _lstsq_one(fa[i], fb[i], rcond, driver)
+                svals[i, :sv.size] = sv
+        full_rank = driver == "gels" or bool(np.all(ranks == n))
+        if driver != "gelsy" and m > n and full_rank:
+            residuals = np.square(fa @ x - fb).sum(axis=-2).reshape(batch + (k,))
+        else:
+            residuals = np.empty(0, dtype=a.dtype)
+        rank = ranks.reshape(batch) if driver != "gels" else np.empty(0, dtype=np.int64)
+        svals = svals.reshape(batch + svals.shape[-1:]) if driver in ("gelsd", "gelss") else np.empty(0, a.dtype)
+        outputs = tuple(Tensor._make(v) for v in (x.reshape(batch + (n, k)), residuals, rank, svals))
+        ctx.mark_non_differentiable(*outputs[1:])
+        if ctx.needs_input_grad:
+            ctx.b_shape = B.shape
+            ctx.save_for_backward(A, B)
+        return outputs
+
+    @staticmethod
+    def backward(ctx, gX: Tensor, *_: Tensor):
+        A, B = ctx.saved_tensors
+        P = Pinv.apply(A, None, None, False)
+        gA = sum_to_shape(pinv_vjp(gX @ B.mT, P, A), A.shape) if ctx.needs_input_grad[0] else None
+        gB = sum_to_shape(P.mT @ gX, ctx.b_shape) if ctx.needs_input_grad[1] else None
+        return gA, gB, None, None
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> linalg_lstsq:
+    """torch.linalg.lstsq: least-squares solutions (CPU default driver 'gelsy'), with residuals, rank and
+    singular values where the driver computes them."""
+    check_tensor(A, "linalg.lstsq")
+    check_tensor(B, "linalg.lstsq", "B")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if A.dtype not in (dtypes.float32, dtypes.float64) or B.dtype not in (dtypes.float32, dtypes.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if A.dtype is not B.dtype:
+        raise RuntimeError("torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+                           f"dtype {_dtype_name(A.dtype)} and other's dtype {_dtype_name(B.dtype)}")
+    driver = "gelsy" if driver is None else driver
+    if driver not in LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.ndim < 2 or Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    if rcond is None:
+        rcond = float(np.finfo(A._array.dtype).eps) * max(A.shape[-2:])
+    X, residuals, rank, svals = Lstsq.apply(A, Bm, rcond, driver)
+    return linalg_lstsq(X.squeeze(-1) if vector else X, residuals, rank, svals)

@@ -1,0 +1,743 @@
+"""Advanced indexing and the index / gather / scatter / mask ops.
+
+Everything that writes through indices is one of two Functions:
+``IndexGet`` (``x[key]`` for a key of full slices and int64 index arrays, a
+copy) and ``IndexPut`` (a copy of ``x`` with ``values`` written or added at
+``key``); gather/scatter along a dim is ``Gather`` / ``ScatterReduce``. Each
+backward is written with these same ops, so gradients of gradients work and
+duplicate indices accumulate (the adjoint of a gather is a scatter-add).
+
+Keys follow torch's rules: integers, slices, None and Ellipsis are applied
+first as a view (``views.getitem``), then the remaining index arrays (int
+tensors, lists, NumPy arrays, boolean masks expanded by ``nonzero``) are
+broadcast together and placed where NumPy places them over that view
+(in place when adjacent, first when separated by a slice). Indices are
+checked here, vectorised, before any kernel runs.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..autograd.function import Function
+from . import dtypes, views
+from ._dispatch import backend, broadcast_shapes, sum_to_shape
+from .conversion import copy_
+from .elementwise import _dtype_name, inplace, where as _where3
+from .tensor import Tensor, _wrap_dim
+
+Key = tuple  # of slice(None) and int64 ndarrays
+
+_BASIC_TYPES = (int, np.integer, slice, type(None), type(Ellipsis))
+_INDEX_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+# ----------------------------------------------------------------------------- keys
+def _is_basic(key: Any) -> bool:
+    items = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(i, _BASIC_TYPES) and not isinstance(i, (bool, np.bool_)) for i in items)
+
+
+def _as_items(key: Any) -> tuple:
+    """The key as a tuple of items; a list holding sequences, slices, None or ... is a tuple (torch's legacy rule)."""
+    if isinstance(key, tuple):
+        return key
+    if isinstance(key, list) and len(key) < 32 and any(
+            isinstance(i, (Tensor, list, tuple, np.ndarray, slice)) or i is None or i is Ellipsis for i in key):
+        return tuple(key)
+    return (key,)
+
+
+def _classify(item: Any, ints_select: bool) -> tuple[str, Any]:
+    """One key item as (kind, value); kinds: int, slice, none, ellipsis, bool, index (int64 array), mask."""
+    if item is None:
+        return "none", None
+    if item is Ellipsis:
+        return "ellipsis", None
+    if isinstance(item, (bool, np.bool_)):
+        return "bool", bool(item)
+    if isinstance(item, (int, np.integer)):
+        return "int", int(item)
+    if isinstance(item, slice):
+        if item.step is not None and int(item.step) <= 0:
+            raise ValueError("step must be greater than zero")
+        return "slice", item
+    if isinstance(item, Tensor):
+        arr = item._array
+        if arr.dtype == np.bool_ or arr.dtype == np.uint8:
+            return ("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr.astype(np.bool_, copy=False))
+        if arr.dtype not in (np.int64, np.int32):
+            raise IndexError(_INDEX_ERROR)
+        if arr.ndim == 0 and ints_select:
+            return "int", int(arr)
+        return "index", arr.astype(np.int64, copy=False)
+    if isinstance(item, (list, tuple, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.dtype == np.bool_:
+            return ("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr)
+        if arr.dtype.kind in "iu" or arr.size == 0:
+            return "index", arr.astype(np.int64)
+        raise IndexError(_INDEX_ERROR)
+    raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+                     f"indices (got {type(item).__name__})")
+
+
+def _consumed(kind: str, value: Any) -> int:
+    return value.ndim if kind == "mask" else int(kind in ("int", "slice", "index"))
+
+
+def split_key(shape: tuple[int, ...], key: Any, ints_select: bool = True) -> tuple[tuple | None, Key | None]:
+    """Split an index into torch's two steps: a basic key (a view) and an advanced key over that view.
+
+    The basic key is None when it selects everything; the advanced key is None
+    when there are no index arrays. Advanced arrays come back broadcast-checked,
+    bounds-checked and non-negative.
+    """
+    items = [_classify(i, ints_select) for i in _as_items(key)]
+    if sum(kind == "ellipsis" for kind, _ in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(_consumed(kind, v) for kind, v in items)
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    basic: list = []
+    adv: list = []
+    sizes: list[int | None] = []  # the dim size each advanced array indexes (None: always in range)
+    dim = 0
+    for kind, v in items:
+        if kind == "ellipsis":
+            n = len(shape) - consumed
+            basic += [slice(None)] * n
+            adv += [slice(None)] * n
+            dim += n
+        elif kind == "none":
+            basic.append(None)
+            adv.append(slice(None))
+        elif kind == "bool":
+            basic.append(None)
+            adv.append(np.zeros(1 if v else 0, np.int64))
+            sizes.append(None)
+        elif kind == "int":
+            size = shape[dim]
+            if v < -size or v >= size:
+                raise IndexError(f"index {v} is out of bounds for dimension {dim} with size {size}")
+            basic.append(v)
+            dim += 1
+        elif kind == "slice":
+            basic.append(v)
+            adv.append(slice(None))
+            dim += 1
+        elif kind == "index":
+            basic.append(slice(None))
+            adv.append(v)
+            sizes.append(shape[dim])
+            dim += 1
+        else:  # mask
+            k = v.ndim
+            for j in range(k):
+                if v.shape[j] != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(v.shape)} at index {j} does not match the shape "
+                                     f"of the indexed tensor {list(shape)} at index {dim + j}")
+            basic += [slice(None)] * k
+            adv += [a.astype(np.int64) for a in np.nonzero(v)]
+            sizes += [None] * k
+            dim += k
+    trivial = all(isinstance(b, slice) and b == slice(None) for b in basic)
+    if not any(kind == "ellipsis" for kind, _ in items):
+        basic.append(Ellipsis)  # so an all-integer basic key gives a 0-d view, not a NumPy scalar
+    arrays = [a for a in adv if isinstance(a, np.ndarray)]
+    if not arrays:
+        return (None if trivial else tuple(basic)), None
+    try:
+        np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(a.shape)) for a in arrays)) from None
+    for ordinal, (a, size) in enumerate(zip(arrays, sizes)):
+        if size is not None:
+            arrays[ordinal] = check_range(a, size, lambda v, o=ordinal, n=size: IndexError(
+                f"index {v} is out of bounds for dimension {o} with size {n}"))
+    it = iter(arrays)
+    adv = [next(it) if isinstance(a, np.ndarray) else a for a in adv]
+    return (None if trivial else tuple(basic)), tuple(adv)
+
+
+def check_range(index: np.ndarray, size: int, error: Callable[[int], Exception], wrap: bool = True) -> np.ndarray:
+    """``index`` with negatives wrapped (when ``wrap``), or ``error(first bad value)`` raised."""
+    if index.size == 0:
+        return index
+    lo = -size if wrap else 0
+    bad = (index < lo) | (index >= size)
+    if bad.any():
+        raise error(int(index.reshape(-1)[np.argmax(bad.reshape(-1))]))
+    return np.where(index < 0, index + size, index) if wrap and index.min() < 0 else index
+
+
+def _indexed_shape(shape: tuple[int, ...], key: Key) -> tuple[int, ...]:
+    """The shape of ``a[key]`` for an array of ``shape`` (NumPy's placement of the advanced dims)."""
+    where_ = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
+    adv_shape = np.broadcast_shapes(*(key[i].shape for i in where_))
+    rest = [shape[i] for i, k in enumerate(key) if not isinstance(k, np.ndarray)] + list(shape[len(key):])
+    adjacent = where_[-1] - where_[0] + 1 == len(where_)
+    at = where_[0] if adjacent else 0
+    return tuple(rest[:at]) + tuple(adv_shape) + tuple(rest[at:])
+
+
+def _positions(shape: tuple[int, ...], key: Key) -> np.ndarray:
+    """Flat (C-order) positions in an array of ``shape`` of the elements ``key`` selects."""
+    return np.arange(math.prod(shape), dtype=np.int64).reshape(shape)[key]
+
+
+# ----------------------------------------------------------------------------- core Functions
+class IndexGet(Function):
+    """``x[key]`` for an advanced key: a copy; the gradient is scatter-added back (duplicates accumulate)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, key: Key):
+        ctx.key, ctx.shape = key, x.shape
+        return np.ascontiguousarray(x._array[key])
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return IndexPut.apply(g.new_zeros(ctx.shape), g, ctx.key, True), None
+
+
+class IndexPut(Function):
+    """A copy of ``x`` with ``values`` (broadcast to ``x[key]``'s shape) written, or added, at ``key``."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, values: Tensor, key: Key, accumulate: bool):
+        target = _indexed_shape(x.shape, key)
+        try:
+            vals = np.broadcast_to(values._array.astype(x._array.dtype, copy=False), target)
+        except ValueError:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to "
+                               f"indexing result of shape {list(target)}") from None
+        out = np.array(x._array, order="C", copy=True)
+        if accumulate:
+            backend(x).scatter("sum", out.reshape(-1), _positions(x.shape, key), vals)
+        else:
+            out[key] = vals
+        ctx.key, ctx.accumulate, ctx.values_shape = key, accumulate, values.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        n = ctx.needs_input_grad
+        gx = gv = None
+        if n[0]:
+            gx = g if ctx.accumulate else IndexPut.apply(g, g.new_zeros(()), ctx.key, False)
+        if n[1]:
+            gv = sum_to_shape(IndexGet.apply(g, ctx.key), ctx.values_shape)
+        return gx, gv, None, None
+
+
+def _value_tensor(value: Any, dt: dtypes.dtype) -> Tensor:
+    """``value`` (number, sequence or tensor) as a tensor of dtype ``dt``; a tensor keeps its graph."""
+    if isinstance(value, Tensor):
+        return value if value.dtype is dt else value.to(dt)
+    return Tensor._make(np.asarray(np.asarray(value).astype(dt.np)))
+
+
+def _basic_view_key(key: Any) -> tuple:
+    """A basic key with a trailing Ellipsis, so that all-integer keys give 0-d views rather than NumPy scalars."""
+    items = key if isinstance(key, tuple) else (key,)
+    return items if any(i is Ellipsis for i in items) else items + (Ellipsis,)
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]``: a view for basic keys, a copy when the key holds index arrays or masks (torch's rules)."""
+    if _is_basic(key):
+        return views.getitem(x, _basic_view_key(key))
+    basic, adv = split_key(x.shape, key)
+    base = x if basic is None else views.getitem(x, basic)
+    return base if adv is None else IndexGet.apply(base, adv)
+
+
+def setitem(x: Tensor, key: Any, value: Any) -> None:
+    """``x[key] = value``: cast to ``x``'s dtype, broadcast, written in place; differentiable in both."""
+    if x._array.size == 0:  # nothing to write: only check the key
+        getitem(x, key)
+        return
+    if _is_basic(key):
+        views.setitem(x, _basic_view_key(key), value)
+        return
+    basic, adv = split_key(x.shape, key)
+    target = x if basic is None else views.getitem(x, basic)
+    if adv is None:
+        copy_(target, value)
+        return
+    values = _value_tensor(value, x.dtype)
+    target_ndim = len(_indexed_shape(target.shape, adv))
+    while values.ndim > target_ndim and values.shape[0] == 1:  # torch drops leading 1s of the value
+        values = values.squeeze(0)
+    inplace(target, "index_put", lambda s: IndexPut.apply(s, values, adv, False))
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_same_dtype(x: Tensor, other: Tensor, message: str) -> None:
+    if x.dtype is not other.dtype:
+        raise RuntimeError(message.format(self=_dtype_name(x.dtype), other=_dtype_name(other.dtype)))
+
+
+def _index_array(op: str, index: Any, allowed: tuple = (np.int64, np.int32), message: str | None = None,
+                 dtype_error: type = RuntimeError) -> np.ndarray:
+    """The index tensor's array as int64, or torch's error when it is not an allowed integer tensor."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
+    arr = index._array
+    if arr.dtype not in allowed:
+        raise dtype_error(message or f"{op}(): Expected dtype int32/int64 for index")
+    return arr.astype(np.int64, copy=False)
+
+
+def _vector_key(op: str, x: Tensor, dim: int, index: Tensor, error: type, prefix: str = "",
+                vector_message: str | None = None, **kw: Any) -> tuple[int, Key]:
+    """Check a 0-d/1-d index into dim ``dim``; the advanced key that selects it."""
+    d = _wrap_dim(dim, x.ndim, op)
+    arr = _index_array(op, index, **kw)
+    if arr.ndim > 1:
+        raise IndexError(vector_message or f"{op}(): Index is supposed to be a vector")
+    size = x.shape[d] if x.ndim else 1
+    arr = check_range(arr.reshape(-1), size, lambda v: error(
+        f"{prefix}index {v} is out of bounds for dimension {d} with size {size}"))
+    return d, (slice(None),) * d + (arr,)
+
+
+def _flat_if_scalar(x: Tensor) -> Tensor:
+    return x.reshape(1) if x.ndim == 0 else x
+
+
+# ----------------------------------------------------------------------------- index_* ops
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The slices of ``input`` at ``index`` along ``dim`` (a copy; duplicates allowed)."""
+    d, key = _vector_key("index_select", input, dim, index, IndexError,
+                         message="index_select(): Expected dtype int32 or int64 for index")
+    if input.ndim == 0:
+        return IndexGet.apply(input.reshape(1), key).reshape(())
+    return IndexGet.apply(input, key)
+
+
+def _check_source(op: str, x: Tensor, d: int, key: Key, source: Tensor, error: type, count_message: str) -> None:
+    n = key[-1].size
+    if source.ndim and source.shape[d] != n:
+        raise error(count_message.format(n=n, m=source.shape[d], d=d))
+    if source.ndim and x.ndim and (x.shape[:d] + x.shape[d + 1:] != source.shape[:d] + source.shape[d + 1:]
+                                   or x.ndim != source.ndim):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """``input`` with ``alpha * source`` slices added at ``index`` along ``dim`` (duplicates accumulate)."""
+    _check_same_dtype(input, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
+    d, key = _vector_key("index_add", input, dim, index, RuntimeError,
+                         message=f"index_add_(): Expected dtype int32/int64 for index but got: "
+                                 f"{_dtype_name(index.dtype)}")
+    _check_source("index_add", input, d, key, source, RuntimeError,
+                  "index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({m}), for dim: {d}")
+    values = source if alpha == 1 else source * alpha
+    return _index_put_flat(input, values, key, True)
+
+
+def _index_put_flat(x: Tensor, values: Tensor, key: Key, accumulate: bool) -> Tensor:
+    """IndexPut that treats a 0-d ``x`` as one element."""
+    if x.ndim == 0:
+        return IndexPut.apply(x.reshape(1), values.reshape(-1), key, accumulate).reshape(())
+    return IndexPut.apply(x, values, key, accumulate)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    _check_same_dtype(input, source, "index_copy_(): self and source expected to have the same dtype, but got "
+                                     "(self) {self} and (source) {other}")
+    d, key = _vector_key("index_copy", input, dim, index, IndexError, prefix="index_copy_(): ", allowed=(np.int64,),
+                         message=f"index_copy_(): Expected a long tensor for index, but got "
+                                 f"{_dtype_name(index.dtype)}")
+    _check_source("index_copy", input, d, key, source, IndexError,
+                  "index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({m})")
+    return _index_put_flat(input, source, key, False)
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """``input`` with its slices at ``index`` along ``dim`` set to ``value`` (a number or 0-d tensor)."""
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    d, key = _vector_key("index_fill", input, dim, index, IndexError, allowed=(np.int64,),
+                         message="index_fill_(): Expected dtype int64 for index.",
+                         vector_message="Index has to be a vector/scalar", dtype_error=IndexError)
+    key = key[:d] + (np.unique(key[d]),)  # each filled slice counts once in the value's gradient, as in torch
+    return _index_put_flat(input, _value_tensor(value, input.dtype), key, False)
+
+
+def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumulate: bool = False) -> Tensor:
+    """``input`` with ``values`` written (or added, duplicates accumulating) at ``input[indices]``."""
+    for i, t in enumerate(indices):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got {type(t).__name__}")
+    if values.dtype is not input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_dtype_name(input.dtype)} for the destination and {_dtype_name(values.dtype)} for the "
+                           "source.")
+    _, key = split_key(input.shape, tuple(indices), ints_select=False)
+    if key is None:  # only bool scalars / nothing: behave as a full write
+        key = (slice(None),)
+    return IndexPut.apply(input, values, key, bool(accumulate))
+
+
+# ----------------------------------------------------------------------------- masks
+def _check_mask(op: str, mask: Tensor) -> None:
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool:
+        got = _dtype_name(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype {got}")
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``value`` where ``mask`` holds, else ``input`` (broadcast together); keeps ``input``'s dtype."""
+    _check_mask("masked_fill_", mask)
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    return _where3(mask, _value_tensor(value, input.dtype), input)
+
+
+def _flat_mask(op: str, input: Tensor, mask: Tensor) -> tuple[tuple[int, ...], Tensor, Key]:
+    """Broadcast ``input`` and ``mask``: the shape, ``input`` flattened, and the key of the mask's ones."""
+    shape = broadcast_shapes(input.shape, mask.shape, op=op)
+    flat = (input if input.shape == shape else views.expand(input, shape)).reshape(-1)
+    return shape, flat, (np.flatnonzero(np.broadcast_to(mask._array, shape)),)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``input`` where ``mask`` holds (broadcast together), as a 1-D copy."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    _, flat, key = _flat_mask("masked_select", input, mask)
+    return IndexGet.apply(flat, key)
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """``input`` with the positions where ``mask`` holds filled, in order, by ``source``'s elements."""
+    _check_mask("masked_scatter_", mask)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
+                           f"{_dtype_name(input.dtype)} and {_dtype_name(source.dtype)}")
+    shape, flat, key = _flat_mask("masked_scatter", input, mask)
+    k = key[0].size
+    if source.numel() < k:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    values = views.narrow(source.reshape(-1), 0, 0, k)
+    return IndexPut.apply(flat, values, key, False).reshape(shape)
+
+
+# ----------------------------------------------------------------------------- flat (take / put)
+def _flat_key(op: str, x: Tensor, index: Tensor) -> Key:
+    arr = _index_array(op, index, allowed=(np.int64,),
+                       message=f"{op}(): Expected a long tensor for index, but got {_dtype_name(index.dtype)}")
+    n = x.numel()
+    return (check_range(arr, n, lambda v: IndexError(
+        f"out of range: tried to access index {v} on a tensor of {n} elements.")),)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """Elements of ``input`` seen as 1-D, at ``index`` (result has ``index``'s shape)."""
+    return IndexGet.apply(input.reshape(-1), _flat_key("take", input, index))
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """``input`` (seen as 1-D) with ``source``'s elements written, or added, at ``index``."""
+    key = _flat_key("put_", input, index)
+    if source.numel() != index.numel():
+        raise IndexError("put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{_dtype_name(input.dtype)} and source.dtype = {_dtype_name(source.dtype)}")
+    flat_key = (key[0].reshape(-1),)
+    return IndexPut.apply(input.reshape(-1), source.reshape(-1), flat_key, bool(accumulate)).reshape(input.shape)
+
+
+# ----------------------------------------------------------------------------- gather / scatter along a dim
+def _check_along(op: str, x: Tensor, dim: int, index: Tensor, src: Tensor | None) -> tuple[int, np.ndarray]:
+    """torch's checks for gather/scatter: dtype, rank, sizes and range of ``index``; returns (dim, index)."""
+    d = _wrap_dim(dim, x.ndim, op)
+    arr = _index_array(op, index)
+    rank = max(x.ndim, 1)
+    if max(arr.ndim, 1) != rank:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    if src is not None and max(src.ndim, 1) != rank:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    ishape, xshape = arr.shape or (1,), x.shape or (1,)
+    sshape = (src.shape or (1,)) if src is not None else None
+    if arr.size:
+        for k in range(rank):
+            too_big_self = k != d and ishape[k] > xshape[k]
+            if src is None and too_big_self:
+                raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be no "
+                                   f"larger than self {list(x.shape)} apart from dimension {d}")
+            if src is not None and (too_big_self or ishape[k] > sshape[k]):
+                raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(x.shape)} "
+                                   f"apart from dimension {d} and to be no larger size than src {list(src.shape)}")
+    size = xshape[d]
+    arr = check_range(arr, size, lambda v: RuntimeError(
+        f"index {v} is out of bounds for dimension {d} with size {size}"), wrap=False)
+    return d, arr.reshape(ishape)
+
+
+def _leading(shape: tuple[int, ...], dim: int | None = None) -> tuple:
+    """The key of the leading block of ``shape`` (all of ``dim``)."""
+    return tuple(slice(None) if k == dim else slice(0, n) for k, n in enumerate(shape))
+
+
+class Gather(Function):
+    """``out[..i..] = x[..index[..i..] at dim..]``; backward scatter-adds (duplicates accumulate)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, dim: int, index: np.ndarray, index_tensor: Tensor):
+        arr = x._array.reshape(x._array.shape or (1,))
+        out = np.take_along_axis(arr[_leading(index.shape, dim)], index, axis=dim)
+        ctx.dim, ctx.index, ctx.shape = dim, index_tensor, x.shape
+        return out.reshape(index_tensor.shape)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return scatter_add(g.new_zeros(ctx.shape), ctx.dim, ctx.index, g), None, None, None
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """Values of ``input`` picked along ``dim`` by ``index`` (same rank; result has ``index``'s shape)."""
+    d, arr = _check_along("gather", input, dim, index, None)
+    return Gather.apply(input, d, arr, index)
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _identity(reduce: str, dt: np.dtype) -> Any:
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dt.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    if dt.kind == "b":
+        return reduce == "amin"
+    info = np.iinfo(dt)
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_positions(shape: tuple[int, ...], dim: int, index: np.ndarray) -> np.ndarray:
+    """Flat positions in a C-contiguous array of ``shape`` that ``index`` (along ``dim``) addresses."""
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+    pos = index * strides[dim]
+    for k, n in enumerate(index.shape):
+        if k != dim:
+            pos = pos + np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (index.ndim - k - 1)) * strides[k]
+    return pos.reshape(-1)
+
+
+class ScatterReduce(Function):
+    """``x`` with ``src`` (or a number) scattered along ``dim`` at ``index``: assigned or reduced."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, dim: int, index: np.ndarray, src: Any, reduce: str, include_self: bool,
+                index_tensor: Tensor):
+        shape = x._array.shape or (1,)
+        out = np.array(x._array.reshape(shape), order="C", copy=True)
+        flat = out.reshape(-1)
+        pos = _scatter_positions(shape, dim, index)
+        if isinstance(src, Tensor):
+            vals = src._array.reshape(src._array.shape or (1,))[_leading(index.shape)]
+        else:
+            vals = np.full(index.shape, src, dtype=out.dtype)
+        kernels = backend(x)
+        if reduce == "assign":
+            kernels.scatter("assign", flat, pos, vals)
+        else:
+            if not include_self:
+                flat[pos] = _identity(reduce, out.dtype)
+            kernels.scatter("sum" if reduce == "mean" else reduce, flat, pos, vals)
+            if reduce == "mean":
+                count = np.bincount(pos, minlength=flat.size) + int(include_self)
+                hit = np.bincount(pos, minlength=flat.size) > 0
+                if out.dtype.kind == "f":
+                    flat[hit] = flat[hit] / count[hit]
+                else:
+                    flat[hit] = flat[hit] // count[hit]
+        result = Tensor._make(out.reshape(x._array.shape))
+        if ctx.needs_input_grad:
+            ctx.dim, ctx.index, ctx.reduce, ctx.include_self = dim, index_tensor, reduce, include_self
+            ctx.src_shape = src.shape if isinstance(src, Tensor) else None
+            ctx.save_for_backward(x, src if isinstance(src, Tensor) else None, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, src, result = ctx.saved_tensors
+        block = None
+        if src is not None and src.shape != ctx.index.shape:  # src larger than index: only its leading block is used
+            block = _leading(ctx.index.shape)
+            src = views.getitem(src, block)
+        gx, gs = _scatter_reduce_grads(g, x, src, result, ctx.dim, ctx.index, ctx.reduce, ctx.include_self)
+        if gs is not None and block is not None:
+            gs = views.EmbedIntoView.apply(gs, ctx.src_shape, lambda a: a[block], False)
+        n = ctx.needs_input_grad
+        return (gx if n[0] else None), None, None, (gs if n[3] else None), None, None, None
+
+
+def _scatter_reduce_grads(g: Tensor, x: Tensor, src: Tensor | None, result: Tensor, dim: int, index: Tensor,
+                          reduce: str, include_self: bool) -> tuple[Tensor, Tensor | None]:
+    """torch's gradients of scatter / scatter_reduce (written in ember ops, so they differentiate again)."""
+    if reduce == "assign":
+        return scatter(g, dim, index, 0), (gather(g, dim, index) if src is not None else None)
+    if reduce == "sum":
+        gx, gs = g, gather(g, dim, index)
+    elif reduce == "mean":
+        count = (g.new_ones(g.shape) if include_self else g.new_zeros(g.shape))
+        count = scatter_add(count, dim, index, g.new_ones(index.shape))
+        count = masked_fill(count, count == 0, 1)
+        gx, gs = g / count, gather(g, dim, index) / gather(count, dim, index)
+    elif reduce == "prod":
+        masked_x = masked_fill(x, x == 0, 1)
+        gx = g * scatter_reduce(masked_x, dim, index, src, "prod", include_self=include_self) / masked_x
+        src_zero = src == 0
+        zeros_at = scatter_add(x.new_zeros(x.shape), dim, index, src_zero.to(x.dtype)).detach()
+        single_zero = src_zero & (gather(zeros_at, dim, index) == 1)
+        masked_src_result = scatter_reduce(x, dim, index, masked_fill(src, single_zero, 1), "prod",
+                                           include_self=include_self)
+        gs = _where3(single_zero, gather(g * masked_src_result, dim, index),
+                     gather(g * result, dim, index) / masked_fill(src, src_zero, 1))
+    else:  # amax / amin: ties share the gradient evenly
+        value = gather(result, dim, index)
+        x_hit = (x == result).to(x.dtype)
+        src_hit = (src == value).to(x.dtype)
+        share = g / scatter_add(x_hit, dim, index, src_hit)
+        gx, gs = x_hit * share, src_hit * gather(share, dim, index)
+    if not include_self:
+        gx = scatter(gx, dim, index, 0)
+    return gx, gs
+
+
+def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, reduce: str, include_self: bool) -> Tensor:
+    if isinstance(src, Tensor):
+        if src.dtype is not input.dtype:
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+        d, arr = _check_along(op, input, dim, index, src)
+    else:
+        d, arr = _check_along(op, input, dim, index, None)
+        if reduce != "assign":  # reductions (and their gradients) need the value as a tensor
+            src = Tensor._make(np.full(index.shape, src, dtype=input._array.dtype))
+    return ScatterReduce.apply(input, d, arr, src, reduce, include_self, index)
+
+
+_LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """``input`` with ``src`` (a tensor, or the number ``value``) written along ``dim`` at ``index``."""
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    if reduce is not None and reduce not in _LEGACY_REDUCE:
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    return _scatter("scatter", input, dim, index, src, _LEGACY_REDUCE.get(reduce, "assign"), True)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """``input`` with ``src`` added along ``dim`` at ``index`` (duplicates accumulate)."""
+    return _scatter("scatter_add", input, dim, index, src, "sum", True)
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """``input`` with ``src`` reduced (sum, prod, mean, amax, amin) into it along ``dim`` at ``index``."""
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    return _scatter("scatter_reduce", input, dim, index, src, reduce, bool(include_self))
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """``gather`` with ``input`` and ``indices`` broadcast except along ``dim`` (flattened when dim is None)."""
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    d = _wrap_dim(dim, input.ndim, "take_along_dim")
+    rest = broadcast_shapes(input.shape[:d] + (1,) + input.shape[d + 1:],
+                            indices.shape[:d] + (1,) + indices.shape[d + 1:], op="take_along_dim")
+    x_shape = rest[:d] + input.shape[d:d + 1] + rest[d + 1:]
+    i_shape = rest[:d] + indices.shape[d:d + 1] + rest[d + 1:]
+    x = input if input.shape == x_shape else views.expand(input, x_shape)
+    idx = indices if indices.shape == i_shape else Tensor._make(np.broadcast_to(indices._array, i_shape))
+    return gather(x, d, idx)
+
+
+# ----------------------------------------------------------------------------- nonzero
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
+    arr = input._array
+    if not as_tuple:
+        return Tensor._make(np.argwhere(arr).astype(np.int64))
+    if arr.ndim == 0:
+        return (Tensor._make(np.zeros(1 if arr else 0, np.int64)),)
+    return tuple(Tensor._make(a.astype(np.int64)) for a in np.nonzero(arr))
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """``nonzero(input)``: the (n, ndim) indices of the non-zero elements."""
+    return nonzero(input)
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
+    """``input`` where ``condition`` else ``other``; with only ``condition``, ``nonzero(condition, as_tuple=True)``."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() expects either one argument (condition) or three (condition, input, other)")
+    return _where3(condition, input, other)
+
+
+# ----------------------------------------------------------------------------- in-place variants
+def _inplace_variant(name: str, fn: Callable) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return inplace(self, name, lambda s: fn(s, *args, **kwargs))
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place ``{name}``: ``self`` takes the result (autograd history rebased)."
+    return method
+
+
+_OUT_OF_PLACE = {
+    "index_select": index_select, "gather": gather, "scatter": scatter, "scatter_add": scatter_add,
+    "scatter_reduce": scatter_reduce, "index_add": index_add, "index_copy": index_copy, "index_fill": index_fill,
+    "index_put": index_put, "masked_fill": masked_fill, "masked_scatter": masked_scatter,
+    "masked_select": masked_select, "take": take, "take_along_dim": take_along_dim, "put": put,
+    "nonzero": nonzero, "argwhere": argwhere,
+}
+_IN_PLACE = ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "index_put",
+             "masked_fill", "masked_scatter", "put")
+
+TENSOR_METHODS: dict[str, Callable] = dict(_OUT_OF_PLACE)
+TENSOR_METHODS.update({name + "_": _inplace_variant(name, _OUT_OF_PLACE[name]) for name in _IN_PLACE})
+
+scatter_ = TENSOR_METHODS["scatter_"]
+scatter_add_ = TENSOR_METHODS["scatter_add_"]
+scatter_reduce_ = TENSOR_METHODS["scatter_reduce_"]
+index_add_ = TENSOR_METHODS["index_add_"]
+index_copy_ = TENSOR_METHODS["index_copy_"]
+index_fill_ = TENSOR_METHODS["index_fill_"]
+index_put_ = TENSOR_METHODS["index_put_"]
+masked_fill_ = TENSOR_METHODS["masked_fill_"]
+masked_scatter_ = TENSOR_METHODS["masked_scatter_"]
+put_ = TENSOR_METHODS["put_"]
+
+__all__ = [
+    "index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill",
+    "index_put", "index_put_", "masked_fill", "masked_scatter", "masked_select", "take", "take_along_dim", "put",
+    "nonzero", "argwhere", "where",
+]

@@ -63,5 +63,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Any = No
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
                       "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
-        dim = next((d for d, n in enumerate(input.shape) if n == 3), -1)
+        dim = next((d for d, n in enumerate(input.shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
     return _cross(input, other, dim=dim)

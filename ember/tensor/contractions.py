@@ -1,4 +1,4 @@
-"""Contractions: einsum, tensordot, kron, cross, trace, cdist, inner.
+"""Contractions: einsum, tensordot, kron, trace, cdist, inner (cross lives in ``ember.linalg``).
 
 einsum is reduced to differentiable ember ops (diagonal for repeated
 subscripts, sum for subscripts seen once, permute/reshape and a batched
@@ -7,8 +7,8 @@ is itself such a contraction and double backward needs no extra code.
 """
 from __future__ import annotations
 
+import functools
 import math
-import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -19,7 +19,7 @@ from ._dispatch import broadcast_shapes, sum_to_shape
 from .elementwise import _dtype_name, binary, mul, where
 from .matmul import matmul
 from .tensor import Tensor, _wrap_dim
-from .views import diagonal, expand, permute, reshape, select, squeeze, unsqueeze
+from .views import diagonal, permute, reshape, squeeze, unsqueeze
 
 
 def _same_dtype(tensors: Sequence[Tensor]) -> None:
@@ -77,39 +77,43 @@ def _parse_terms(equation: str, start: int, stop: int, allow_comma: bool) -> lis
     return terms
 
 
-def _parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[Any]], list[Any], int]:
-    """Labels per operand and for the output; ellipsis dims become ints 0..E-1 (E = widest ellipsis)."""
+@functools.lru_cache(maxsize=256)
+def _parse(equation: str, ndims: tuple[int, ...]) -> tuple[tuple[tuple[Any, ...], ...], tuple[Any, ...]]:
+    """Labels per operand and for the output; ellipsis dims become ints 0..E-1 (E = widest ellipsis).
+
+    Depends only on the equation and the operands' ranks, so it is cached.
+    """
     arrow = equation.find("->")
     lhs_end = arrow if arrow >= 0 else len(equation)
     terms = _parse_terms(equation, 0, lhs_end, True)
-    if len(terms) < len(operands):
+    if len(terms) < len(ndims):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation")
-    if len(terms) > len(operands):
+    if len(terms) > len(ndims):
         raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
     widths = []
-    for k, (term, t) in enumerate(zip(terms, operands)):
+    for k, (term, ndim) in enumerate(zip(terms, ndims)):
         named = len(term) - (_ELLIPSIS in term)
-        if _ELLIPSIS not in term and named != t.ndim:
+        if _ELLIPSIS not in term and named != ndim:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) does not match the "
-                               f"number of dimensions ({t.ndim}) for operand {k} and no ellipsis was given")
-        if named > t.ndim:
+                               f"number of dimensions ({ndim}) for operand {k} and no ellipsis was given")
+        if named > ndim:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) is more than the "
-                               f"number of dimensions ({t.ndim}) for operand {k}")
-        widths.append(t.ndim - named if _ELLIPSIS in term else 0)
+                               f"number of dimensions ({ndim}) for operand {k}")
+        widths.append(ndim - named if _ELLIPSIS in term else 0)
     width = max(widths, default=0)
     labels = []
     for term, w in zip(terms, widths):
         expanded: list[Any] = []
         for s in term:
             expanded.extend(range(width - w, width) if s == _ELLIPSIS else [s])
-        labels.append(expanded)
+        labels.append(tuple(expanded))
+    labels = tuple(labels)
     if arrow < 0:
         counts: dict[str, int] = {}
         for term in terms:
             for s in term:
                 counts[s] = counts.get(s, 0) + 1
-        output = list(range(width)) + sorted(s for s, n in counts.items() if n == 1 and s != _ELLIPSIS)
-        return labels, output, width
+        return labels, tuple(range(width)) + tuple(sorted(s for s, n in counts.items() if n == 1 and s != _ELLIPSIS))
     for i in range(arrow + 2, len(equation)):
         if equation[i] in "-,>":
             raise _bad_char(i)
@@ -122,10 +126,10 @@ def _parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[Any]], 
         if s != _ELLIPSIS and s not in seen:
             raise RuntimeError(f"einsum(): output subscript {s} does not appear in the equation for any input operand")
         output.extend(range(width) if s == _ELLIPSIS else [s])
-    return labels, output, width
+    return labels, tuple(output)
 
 
-def _check_sizes(operands: Sequence[Tensor], labels: list[list[Any]]) -> None:
+def _check_sizes(operands: Sequence[Tensor], labels: Sequence[Sequence[Any]]) -> None:
     """Each subscript's sizes must agree (or be 1, which broadcasts) across operands."""
     sizes: dict[Any, int] = {}
     for k, (t, term) in enumerate(zip(operands, labels)):
@@ -148,6 +152,15 @@ def _check_sizes(operands: Sequence[Tensor], labels: list[list[Any]]) -> None:
 
 
 # ----------------------------------------------------------------------------- einsum: evaluation
+def _permuted(x: Tensor, order: list[int]) -> Tensor:
+    """``permute``, skipped when the order is already the identity (each view costs a graph node)."""
+    return x if order == sorted(order) else permute(x, order)
+
+
+def _reshaped(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return x if tuple(x.shape) == tuple(shape) else reshape(x, shape)
+
+
 def _take_diagonals(x: Tensor, term: list[Any]) -> tuple[Tensor, list[Any]]:
     """Collapse every repeated subscript of one operand onto its diagonal."""
     term = list(term)
@@ -184,20 +197,20 @@ def _contract(a: Tensor, la: list[Any], b: Tensor, lb: list[Any], keep: set) -> 
     summed = [s for s in la if s in lb and s not in keep]
     free_a = [s for s in la if s not in lb]
     free_b = [s for s in lb if s not in la]
-    a = permute(a, [la.index(s) for s in batch + free_a + summed])
-    b = permute(b, [lb.index(s) for s in batch + summed + free_b])
+    a = _permuted(a, [la.index(s) for s in batch + free_a + summed])
+    b = _permuted(b, [lb.index(s) for s in batch + summed + free_b])
     nb = len(batch)
     sa, sb = a.shape, b.shape
     fa_sizes, fb_sizes = sa[nb:nb + len(free_a)], sb[nb + len(summed):]
     k = math.prod(sa[nb + len(free_a):])
-    a = reshape(a, sa[:nb] + (math.prod(fa_sizes), k))
-    b = reshape(b, sb[:nb] + (k, math.prod(fb_sizes)))
+    a = _reshaped(a, sa[:nb] + (math.prod(fa_sizes), k))
+    b = _reshaped(b, sb[:nb] + (k, math.prod(fb_sizes)))
     if a.numel() and b.numel():
         out = matmul(a, b)
     else:  # empty operands: a broadcast product keeps the graph (matmul's batching rejects size-0 batches)
         out = _sum(mul(unsqueeze(a, -1), unsqueeze(b, -3)), [-2])
     batch_shape = broadcast_shapes(sa[:nb], sb[:nb])
-    return reshape(out, batch_shape + fa_sizes + fb_sizes), batch + free_a + free_b
+    return _reshaped(out, batch_shape + fa_sizes + fb_sizes), batch + free_a + free_b
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
@@ -210,7 +223,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     for t in operands:
         if not isinstance(t, Tensor):
             raise TypeError(f"einsum(): operands must be Tensors, got {type(t).__name__}")
-    labels, output, _ = _parse(equation, operands)
+    labels, output = _parse(equation, tuple(t.ndim for t in operands))
     _check_sizes(operands, labels)
     _same_dtype(operands)
     if operands[0].dtype is dtypes.bool and len(operands) > 1:
@@ -225,7 +238,8 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         later = {s for _, other in terms[i + 1:] for s in other}
         x, term = _contract(x, term, terms[i][0], terms[i][1], out_set | later)
     x, term = _drop(x, term, set(term) - out_set)
-    return permute(x, [term.index(s) for s in output])
+    order = [term.index(s) for s in output]
+    return permute(x, order) if any(x is t for t in operands) else _permuted(x, order)  # a view, never the input
 
 
 # ----------------------------------------------------------------------------- tensordot / inner / kron
@@ -270,7 +284,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
         lb[db] = la[da]
     free = [s for s in la if s not in lb] + [s for s in lb if s not in la]
     x, term = _contract(a, la, b, lb, set(free))
-    return permute(x, [term.index(s) for s in free])
+    return _permuted(x, [term.index(s) for s in free])
 
 
 def inner(input: Tensor, other: Tensor) -> Tensor:
@@ -293,44 +307,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     return reshape(mul(a, b), tuple(x * y for x, y in zip(sa, sb)))
 
 
-# ----------------------------------------------------------------------------- cross / trace
-def _cross(input: Tensor, other: Tensor, dim: int | None) -> Tensor:
-    _same_dtype((input, other))
-    if input.dtype is dtypes.bool:
-        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
-    if input.ndim != other.ndim:
-        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    shape = broadcast_shapes(input.shape, other.shape)
-    if dim is None:
-        if 3 not in shape:
-            raise RuntimeError("no dimension of size 3 in input")
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
-                      "explicitly or simply use torch.linalg.cross.", UserWarning, stacklevel=3)
-        d = shape.index(3)
-    else:
-        d = _wrap_dim(dim, len(shape), "cross")
-        if input.shape[d] != 3 or other.shape[d] != 3:
-            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
-                               f"{other.shape[d]}")
-    a = [select(expand(input, shape), d, i) for i in range(3)]
-    b = [select(expand(other, shape), d, i) for i in range(3)]
-    parts = [binary("sub", mul(a[(i + 1) % 3], b[(i + 2) % 3]), mul(a[(i + 2) % 3], b[(i + 1) % 3]))
-             for i in range(3)]
-    from .joins import stack
-
-    return stack(parts, d)
-
-
-def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
-    """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3, deprecated as in torch)."""
-    return _cross(input, other, dim)
-
-
-def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
-    """``torch.linalg.cross``: cross product along ``dim`` (default the last), with broadcasting."""
-    return _cross(input, other, dim)
-
-
+# ----------------------------------------------------------------------------- trace
 def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a matrix (integers sum to int64)."""
     if input.ndim != 2:
@@ -429,8 +406,6 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     return Cdist.apply(x1, x2, float(p))
 
 
-__all__ = ["einsum", "tensordot", "inner", "kron", "cross", "trace", "cdist"]
+__all__ = ["einsum", "tensordot", "inner", "kron", "trace", "cdist"]
 
-TENSOR_METHODS: dict = {"cross": cross, "kron": kron, "inner": inner, "trace": trace}
-
-LINALG: dict = {"cross": linalg_cross}
+TENSOR_METHODS: dict = {"kron": kron, "inner": inner, "trace": trace}

@@ -1,6 +1,7 @@
 """Matrix products: matmul and its special cases, one differentiable op underneath."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,9 @@ class MatMul(Function):
                      f", {k}] but got: [{b.shape[0] if b.ndim > 2 else 1}, {k2}]."
             )
         batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        a3 = np.broadcast_to(a._array, batch + (m, k)).reshape(-1, m, k)
-        b3 = np.broadcast_to(b._array, batch + (k, n)).reshape(-1, k, n)
+        count = math.prod(batch)
+        a3 = np.broadcast_to(a._array, batch + (m, k)).reshape(count, m, k)
+        b3 = np.broadcast_to(b._array, batch + (k, n)).reshape(count, k, n)
         out = np.empty((a3.shape[0], m, n), dtype=a._array.dtype)
         backend(a, b).matmul(a3, b3, out)
         if ctx.needs_input_grad:

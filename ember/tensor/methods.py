@@ -5,7 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import conversion, elementwise as ew, indexing, matmul as mm, random_ops, reduce as red, sorting, views
+from . import contractions, conversion, elementwise as ew, indexing, joins, matmul as mm, random_ops, reduce as red, \
+    sorting, views
 from .tensor import Tensor
 
 
@@ -139,7 +140,7 @@ def bind() -> None:
     Tensor.cuda = _method(lambda self, device=None, non_blocking=False: conversion.to(self, "cuda"), "cuda")
     from .. import linalg
 
-    for module in (sorting, linalg, indexing):
+    for module in (sorting, linalg, indexing, joins, contractions):
         for name, fn in module.TENSOR_METHODS.items():
             setattr(Tensor, name, _method(fn, name))
     Tensor.T = property(views.full_transpose)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .reductions import beats_max, beats_min
+
 _jit = njit(cache=True, nogil=True, error_model="numpy")
 
 
@@ -38,24 +40,22 @@ def _scatter_prod(out, index, src):
         out[index[i]] *= src[i]
 
 
-@_jit
-def _scatter_amax(out, index, src):
+@njit(inline="always")
+def _scatter_if(beats, out, index, src):
     for i in range(index.size):
         j = index[i]
-        v = src[i]
-        t = out[j]
-        if v > t or (v != v and t == t):  # NaN wins, as in torch
-            out[j] = v
+        if beats(src[i], out[j]):  # NaN wins, as in torch
+            out[j] = src[i]
+
+
+@_jit
+def _scatter_amax(out, index, src):
+    _scatter_if(beats_max, out, index, src)
 
 
 @_jit
 def _scatter_amin(out, index, src):
-    for i in range(index.size):
-        j = index[i]
-        v = src[i]
-        t = out[j]
-        if v < t or (v != v and t == t):
-            out[j] = v
+    _scatter_if(beats_min, out, index, src)
 
 
 SCATTER_KERNELS = {"assign": _scatter_assign, "sum": _scatter_sum, "prod": _scatter_prod,

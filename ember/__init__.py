@@ -18,7 +18,7 @@ from .tensor.dtypes import (  # noqa: A004 - torch's names
     promote_types, set_default_dtype, uint8,
 )
 from .tensor.elementwise import add, addcdiv, addcmul, bitwise_not, clamp, div, floor_divide, isfinite, isinf, \
-    isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, pow, signbit, sub
+    isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, pow, round, signbit, sub
 from .tensor.indexing import argwhere, gather, index_add, index_copy, index_fill, index_put, index_put_, \
     index_select, masked_fill, masked_scatter, masked_select, nonzero, put, scatter, scatter_add, scatter_reduce, \
     take, take_along_dim, where
@@ -114,7 +114,8 @@ def _export_elementwise() -> None:
 
     namespace = globals()
     for name in UNARY_OPS:
-        namespace.setdefault(name, _unary_function(name))
+        if name != "trigamma":  # internal: torch spells it polygamma(1, x)
+            namespace.setdefault(name, _unary_function(name))
     for name in ("atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "copysign", "xlogy", "remainder", "fmod",
                  "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
                  "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):

@@ -30,7 +30,7 @@ UNARY = {
     op.FLOOR: "floor", op.CEIL: "ceil", op.ROUND: "round_half_even", op.TRUNC: "trunc", op.FRAC: "frac",
     op.ISNAN: "isnan", op.ISINF: "isinf", op.ISFINITE: "isfinite", op.ISPOSINF: "isposinf",
     op.ISNEGINF: "isneginf", op.SIGNBIT: "signbit", op.ERF: "erf", op.ERFC: "erfc", op.ERFINV: "erfinv",
-    op.LGAMMA: "lgamma", op.DIGAMMA: "digamma",
+    op.LGAMMA: "lgamma", op.DIGAMMA: "digamma", op.TRIGAMMA: "trigamma",
 }
 BINARY = {
     op.ADD: "add", op.SUB: "sub", op.MUL: "mul", op.MAXIMUM: "maximum", op.MINIMUM: "minimum",

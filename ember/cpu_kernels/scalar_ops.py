@@ -307,6 +307,34 @@ def digamma(x):
 
 
 @inline
+def _trigamma_positive(x):
+    acc = 0.0
+    while x < 10.0:
+        acc += 1.0 / (x * x)
+        x += 1.0
+    if x == _INF:
+        return acc
+    inv = 1.0 / x
+    inv2 = inv * inv
+    # asymptotic series: 1/x + 1/(2x^2) + sum of B_2k / x^(2k+1) for k = 1..5
+    return acc + inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6 - inv2 * (1.0 / 30 - inv2 * (1.0 / 42 - inv2 * (
+        1.0 / 30 - inv2 * (5.0 / 66)))))
+
+
+@inline
+def trigamma(x):
+    if x != x or x == -_INF:
+        return _NAN
+    if x <= 0 and x == math.floor(x):
+        return _INF
+    if x < 0:
+        # reflection: psi1(x) + psi1(1 - x) = pi^2 / sin^2(pi x)
+        s = math.sin(math.pi * x)
+        return (math.pi * math.pi) / (s * s) - _trigamma_positive(1.0 - x)
+    return _trigamma_positive(x)
+
+
+@inline
 def floor(x):
     return math.floor(x)
 

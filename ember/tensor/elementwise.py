@@ -77,6 +77,8 @@ class _Unary(Function):
 
     @classmethod
     def backward(cls, ctx, g: Tensor) -> Tensor:
+        if cls.grad is None:
+            raise RuntimeError(f"the derivative for '{cls.__name__.lower()}' is not implemented.")
         x, y = ctx.saved_tensors
         return cls.grad(x, y, g)
 
@@ -120,7 +122,8 @@ UNARY_OPS: dict[str, tuple[int, str, Callable | None]] = {
     "erfc": (op.ERFC, FLOAT, lambda x, y, g: g * (-2 / math.sqrt(_PI)) * (-x * x).exp()),
     "erfinv": (op.ERFINV, FLOAT, lambda x, y, g: g * (math.sqrt(_PI) / 2) * (y * y).exp()),
     "lgamma": (op.LGAMMA, FLOAT, lambda x, y, g: g * x.digamma()),
-    "digamma": (op.DIGAMMA, FLOAT, None),
+    "digamma": (op.DIGAMMA, FLOAT, lambda x, y, g: g * unary("trigamma", x)),
+    "trigamma": (op.TRIGAMMA, FLOAT, None),
     "sign": (op.SIGN, SAME, lambda x, y, g: g * 0),
     "floor": (op.FLOOR, SAME, lambda x, y, g: g * 0),
     "ceil": (op.CEIL, SAME, lambda x, y, g: g * 0),
@@ -137,6 +140,14 @@ _NO_CTX = FunctionCtx()  # the ctx of calls that record nothing (its needs_input
 _UNARY_CLASSES = {name: _unary_class(name.capitalize(), *spec) for name, spec in UNARY_OPS.items()}
 # Rounding ops are the identity on integers (torch returns them unchanged).
 _IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - torch's name
+    """Round half to even, at ``decimals`` digits after the point (as torch: scale, round, unscale)."""
+    if decimals == 0:
+        return unary("round", input)
+    scale = 10.0 ** decimals
+    return unary("round", input * scale) / scale
 
 
 def unary(name: str, x: Any) -> Tensor:

@@ -55,6 +55,7 @@ def bind() -> None:
     for name in ew.UNARY_OPS:
         setattr(Tensor, name, _unary_method(name))
         setattr(Tensor, name + "_", _unary_inplace(name))
+    Tensor.round = ew.round
     Tensor.absolute = Tensor.abs
     Tensor.negative = Tensor.neg
     Tensor.arcsin, Tensor.arccos, Tensor.arctan = Tensor.asin, Tensor.acos, Tensor.atan

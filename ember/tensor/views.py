@@ -453,7 +453,35 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
         return np.lib.stride_tricks.as_strided(start[offset - x_offset:] if flat is not None else start[offset:],
                                                size, tuple(s * item for s in stride))
 
-    return make_view(x, fn, (lambda g: EmbedIntoView.apply(g, x.shape, fn, True)))
+    x_positions = _storage_positions(x.shape, x.stride(), x_offset)
+    view_positions = _storage_positions(size, stride, offset)
+    return make_view(x, fn, lambda g: MovePositions.apply(g, view_positions, x_positions, capacity))
+
+
+def _storage_positions(shape: tuple[int, ...], strides: Sequence[int], offset: int) -> np.ndarray:
+    """The storage index of every element of a strided layout."""
+    positions = np.full(shape, offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        positions += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return positions
+
+
+class MovePositions(Function):
+    """Gradient routing between two layouts over one storage: sum what lands on a storage element, then read it.
+
+    ``out[j] = sum of g[i] over i with src[i] == dst[j]``; its adjoint is the same op with the roles swapped,
+    so as_strided's gradient is right for any input layout and overlapping windows, and differentiable again.
+    """
+
+    @staticmethod
+    def forward(ctx, g: Tensor, src: np.ndarray, dst: np.ndarray, capacity: int):
+        ctx.src, ctx.dst, ctx.capacity = src, dst, capacity
+        flat = np.bincount(src.reshape(-1), weights=g._array.reshape(-1).astype(np.float64), minlength=capacity)
+        return flat[dst].astype(g._array.dtype)
+
+    @staticmethod
+    def backward(ctx, gg: Tensor):
+        return MovePositions.apply(gg, ctx.dst, ctx.src, ctx.capacity), None, None, None
 
 
 def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:

@@ -9,6 +9,8 @@ kernel compiled for tens of seconds).
 """
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
@@ -94,26 +96,33 @@ def _kernels(table: dict[int, str], code: int) -> tuple:
 
 
 # ------------------------------------------------------------------ launchers
-def _use_parallel(n: int) -> bool:
-    return n >= PARALLEL_MIN and numba.get_num_threads() > 1
+@functools.lru_cache(maxsize=1024)
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Byte strides of a C-contiguous array (cached: comparing tuples is far cheaper than ``.flags``)."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
-def _flat_operands(inputs: tuple[np.ndarray, ...], out: np.ndarray) -> list | None:
+def _is_c(x: np.ndarray) -> bool:
+    return x.strides == _c_strides(x.shape, x.itemsize)
+
+
+def _flat_operands(inputs: tuple[np.ndarray, ...], out: np.ndarray, out_is_c: bool) -> list | None:
     """(array, step) pairs for the flat loops, or None when some operand needs the strided loop."""
     shape = out.shape
-    c_order = out.flags.c_contiguous
-    if c_order and all(x.shape == shape and x.flags.c_contiguous for x in inputs):
-        return [p for x in inputs for p in (x.reshape(-1), 1)]
     flat = []
     out_strides = None
     for x in inputs:
-        if x.size == 1:
-            flat += [x.reshape(1), 0 if out.size != 1 else 1]
-        elif x.shape == out.shape and c_order and x.flags.c_contiguous:
+        if x.shape == shape and out_is_c and _is_c(x):
             flat += [x.reshape(-1), 1]
+        elif x.size == 1:
+            flat += [x.reshape(1), 0 if out.size != 1 else 1]
         else:
             out_strides = out_strides or element_strides(out)
-            if x.shape != out.shape or element_strides(x) != out_strides or not is_dense(out):
+            if x.shape != shape or element_strides(x) != out_strides or not is_dense(out):
                 return None
             flat += [dense_flat(x), 1]
     return flat
@@ -121,15 +130,17 @@ def _flat_operands(inputs: tuple[np.ndarray, ...], out: np.ndarray) -> list | No
 
 def _launch(kernels, inputs: tuple[np.ndarray, ...], out: np.ndarray) -> None:
     """Run ``out = f(*inputs)`` with broadcasting, choosing the flat or the strided loop."""
-    if out.size == 0:
+    n = out.size
+    if n == 0:
         return
     serial, parallel, strided = kernels
-    flat = _flat_operands(inputs, out)
+    out_is_c = _is_c(out)
+    flat = _flat_operands(inputs, out, out_is_c)
     if flat is not None:
         if len(inputs) == 1:
             flat = flat[:1]
-        target = out.reshape(-1) if out.flags.c_contiguous else dense_flat(out)
-        (parallel if _use_parallel(out.size) else serial)(*flat, target)
+        target = out.reshape(-1) if out_is_c else dense_flat(out)
+        (parallel if n >= PARALLEL_MIN and numba.get_num_threads() > 1 else serial)(*flat, target)
         return
     operands = [np.broadcast_to(x, out.shape) for x in inputs] + [out]
     shape, strides = collapse(out.shape, [element_strides(x) for x in operands])

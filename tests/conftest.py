@@ -14,6 +14,16 @@ def torch_ref():
     return pytest.importorskip("torch")
 
 
+def fn(name: str):
+    """The public ``ember.<name>`` (tests go through the namespace a user imports)."""
+    return getattr(ember, name)
+
+
+def method(t, name: str, *args, **kwargs):
+    """``t.<name>(*args, **kwargs)`` through the public Tensor API."""
+    return getattr(t, name)(*args, **kwargs)
+
+
 def get_torch():
     """Non-fixture form of ``torch_ref`` for helpers."""
     return pytest.importorskip("torch")

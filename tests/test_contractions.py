@@ -1,7 +1,6 @@
 """einsum, tensordot, kron, cross, trace, cdist, inner: values, errors, gradients, and PyTorch itself."""
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -10,22 +9,10 @@ from hypothesis import given, settings, strategies as st
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
-from ember.tensor import contractions as M
 
-from conftest import make_layout, np_array
+from conftest import fn, method, make_layout, np_array
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
-
-
-def fn(name):
-    return getattr(ember, name, None) or getattr(M, name)
-
-
-def method(t, name, *args, **kwargs):
-    """``t.<name>(...)`` once the lead bound it, else the function this module registers for it."""
-    bound = getattr(type(t), name, None)
-    call = functools.partial(bound, t) if bound is not None else functools.partial(M.TENSOR_METHODS[name], t)
-    return call(*args, **kwargs)
 
 
 def linalg_cross(*args, **kwargs):

@@ -11,18 +11,9 @@ import ember
 from ember.autograd import gradcheck, gradgradcheck
 from ember.tensor import indexing as M
 
-from conftest import get_torch
+from conftest import fn, method, get_torch
 
 SETTINGS = dict(max_examples=25, deadline=None, derandomize=True)
-
-
-def fn(name):
-    return getattr(ember, name, None) or getattr(M, name)
-
-
-def method(t, name, *args, **kwargs):
-    bound = getattr(type(t), name, None)
-    return bound(t, *args, **kwargs) if bound is not None else M.TENSOR_METHODS[name](t, *args, **kwargs)
 
 
 def T(a, **kw):

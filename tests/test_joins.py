@@ -10,22 +10,10 @@ from hypothesis import given, settings, strategies as st
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
-from ember.tensor import joins as M
 
-from conftest import make_layout, np_array, shapes, small_dim
+from conftest import fn, method, make_layout, np_array, shapes, small_dim
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
-
-
-def fn(name):
-    return getattr(ember, name, None) or getattr(M, name)
-
-
-def method(t, name, *args, **kwargs):
-    """``t.<name>(...)`` once the lead bound it, else the function this module registers for it."""
-    bound = getattr(type(t), name, None)
-    call = functools.partial(bound, t) if bound is not None else functools.partial(M.TENSOR_METHODS[name], t)
-    return call(*args, **kwargs)
 
 
 def T(a, dtype=None, requires_grad=False):

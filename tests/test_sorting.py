@@ -8,22 +8,16 @@ from hypothesis import given, settings, strategies as st
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
-from ember.tensor import sorting as M
 
-from conftest import make_layout, np_array, shapes
+from conftest import fn, make_layout, np_array, shapes
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
 ORDERED = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "int64", "bool"]
 
 
-def fn(name):
-    return getattr(ember, name, None) or getattr(M, name)
-
-
 def method(t, name):
-    """``t.name`` once the lead binds it, else the module function with ``t`` first."""
-    bound = getattr(type(t), name, None)
-    return (lambda *a, **k: bound(t, *a, **k)) if bound is not None else (lambda *a, **k: getattr(M, name)(t, *a, **k))
+    """The bound method ``t.<name>`` of the public Tensor API."""
+    return getattr(t, name)
 
 
 @st.composite

@@ -2,8 +2,6 @@
 tensor ops (so they differentiate again)."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..autograd.function import Function
@@ -12,6 +10,7 @@ from ..tensor.tensor import Tensor
 from ._common import check_matrix, constant, diag_embed, eye, lapack_info, linalg_eigh, linalg_qr, linalg_svd, \
     off_diagonal_reciprocal, raise_first_failure, tril
 from .solves import solve_triangular
+from ..tensor.out_arg import with_out
 
 
 def _needs_grad(A: Tensor) -> bool:
@@ -46,7 +45,8 @@ class Cholesky(Function):
         return solve_triangular(L, left, upper=False, left=False)
 
 
-def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
+@with_out
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """torch.linalg.cholesky: ``L`` with ``A = L L^T`` (``U = L^T`` when ``upper``); LinAlgError when ``A``
     is not positive-definite."""
     check_matrix(A, "linalg.cholesky", square=True, half_kernel="cholesky_cpu")
@@ -106,7 +106,8 @@ def _concat_last(a: Tensor, b: Tensor) -> Tensor:
     return a @ constant(to_front, a) + b @ constant(to_back, b)
 
 
-def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> linalg_qr:
+@with_out
+def qr(A: Tensor, mode: str = "reduced") -> linalg_qr:
     """torch.linalg.qr: ``A = Q R`` with orthonormal Q and upper-triangular R; mode 'reduced', 'complete' or 'r'
     (Q empty)."""
     check_matrix(A, "linalg.qr", half_kernel="geqrf_cpu")
@@ -158,14 +159,16 @@ class SVD(Function):
         return gA, None
 
 
-def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out: Any = None) -> linalg_svd:
+@with_out
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> linalg_svd:
     """torch.linalg.svd: ``A = U diag(S) Vh`` with S descending; ``full_matrices=False`` gives the reduced
     factors."""
     check_matrix(A, "linalg.svd", half_kernel="linalg_svd_cpu")
     return linalg_svd(*SVD.apply(A, full_matrices))
 
 
-def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
+@with_out
+def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """torch.linalg.svdvals: singular values, descending (vectors are only computed when a gradient needs
     them)."""
     check_matrix(A, "linalg.svd", half_kernel="linalg_svd_cpu")
@@ -203,7 +206,8 @@ def _check_uplo(UPLO: str) -> None:
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
-def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> linalg_eigh:
+@with_out
+def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     """torch.linalg.eigh: ascending eigenvalues and orthonormal eigenvectors of symmetric matrices, from the
     ``UPLO`` triangle."""
     check_matrix(A, "linalg.eigh", square=True, half_kernel="linalg_eigh_cpu", kernel_checks_dtype=True)
@@ -211,7 +215,8 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> linalg_eigh:
     return linalg_eigh(*Eigh.apply(A, UPLO.upper()))
 
 
-def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
+@with_out
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """torch.linalg.eigvalsh: ascending eigenvalues of symmetric matrices (vectors only when a gradient needs
     them)."""
     check_matrix(A, "linalg.eigh", square=True, half_kernel="linalg_eigh_cpu", kernel_checks_dtype=True)

@@ -2,14 +2,13 @@
 singular matrix)."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..autograd.function import Function
 from ..tensor.tensor import Tensor
 from ._common import check_matrix, eye, linalg_slogdet
 from .inverses import inv
+from ..tensor.out_arg import with_out
 
 
 def _cofactor(A: Tensor) -> Tensor:
@@ -41,7 +40,8 @@ class Det(Function):
         return g.unsqueeze(-1).unsqueeze(-1) * _cofactor(A)
 
 
-def det(A: Tensor, *, out: Any = None) -> Tensor:
+@with_out
+def det(A: Tensor) -> Tensor:
     """torch.linalg.det: determinant of each square matrix of a batch."""
     check_matrix(A, "linalg.det", square=True, half_kernel="lu_cpu")
     return Det.apply(A)
@@ -65,7 +65,8 @@ class Slogdet(Function):
         return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
 
 
-def slogdet(A: Tensor, *, out: Any = None) -> linalg_slogdet:
+@with_out
+def slogdet(A: Tensor) -> linalg_slogdet:
     """torch.linalg.slogdet: sign and log of the absolute determinant, stable where det under/overflows."""
     check_matrix(A, "linalg.slogdet", square=True)
     return linalg_slogdet(*Slogdet.apply(A))

@@ -10,6 +10,7 @@ from ..autograd.function import Function
 from ..tensor import dtypes
 from ..tensor.elementwise import _dtype_name
 from ..tensor.tensor import Tensor
+from ..tensor.out_arg import with_out
 from ._common import check_matrix, lapack_info, raise_first_failure, scalar_or_array, \
     singular_message
 
@@ -40,7 +41,8 @@ class Inv(Function):
         return -(Yt @ g @ Yt)
 
 
-def inv(A: Tensor, *, out: Any = None) -> Tensor:
+@with_out
+def inv(A: Tensor) -> Tensor:
     """torch.linalg.inv: the inverse of each square matrix of a batch (LinAlgError when one is singular)."""
     check_matrix(A, "linalg.inv", square=True)
     return Inv.apply(A)
@@ -100,14 +102,15 @@ def _check_pinv(A: Any) -> None:
                            "cfloat or cdouble types")
 
 
-def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Any = None) -> Tensor:
+@with_out
+def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
     """torch.linalg.pinv: pseudo-inverse, singular values below ``max(atol, rtol * s_max)`` dropped."""
     _check_pinv(A)
     return Pinv.apply(A, atol, rtol, hermitian)
 
 
-def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
-                out: Any = None) -> Tensor:
+@with_out
+def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
     """torch.linalg.matrix_rank: how many singular values exceed ``max(atol, rtol * s_max)`` (int64)."""
     if not isinstance(A, Tensor) or A.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import warnings
 from collections import namedtuple
-from typing import Any
-
 import numpy as np
 
 from ..tensor.tensor import Tensor
@@ -13,6 +11,7 @@ from .decompositions import cholesky as _cholesky, qr as _qr, svd as _svd, svdva
 from .determinants import slogdet as _slogdet
 from .inverses import pinv
 from .products import cross as _cross
+from ..tensor.out_arg import with_out
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 qr_result = namedtuple("qr", ["Q", "R"])
@@ -30,17 +29,20 @@ def logdet(input: Tensor) -> Tensor:
     return logabsdet + sign.log()
 
 
-def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
+@with_out
+def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky (deprecated in torch for linalg.cholesky): the Cholesky factor."""
     return _cholesky(input, upper=upper)
 
 
-def qr(input: Tensor, some: bool = True, *, out: Any = None) -> qr_result:
+@with_out
+def qr(input: Tensor, some: bool = True) -> qr_result:
     """torch.qr: reduced (``some``) or complete QR, as ``torch.return_types.qr``."""
     return qr_result(*_qr(input, "reduced" if some else "complete"))
 
 
-def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out: Any = None) -> svd_result:
+@with_out
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> svd_result:
     """torch.svd: ``input = U diag(S) V^T`` (V, not Vh); without ``compute_uv``, U and V are zero matrices."""
     if not compute_uv:
         m, n = input.shape[-2:]
@@ -57,7 +59,8 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     return pinv(input, rtol=rcond)
 
 
-def cross(input: Tensor, other: Tensor, dim: int | None = None, *, out: Any = None) -> Tensor:
+@with_out
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """torch.cross: cross product along ``dim``; without ``dim``, the first dim of size 3 (deprecated in torch)."""
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "

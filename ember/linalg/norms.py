@@ -11,6 +11,7 @@ from ..tensor.reduce import amax, amin, norm as _p_norm
 from ..tensor.tensor import Tensor, _wrap_dim
 from ._common import check_tensor
 from .decompositions import svdvals
+from ..tensor.out_arg import with_out
 
 MATRIX_ORDS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
 
@@ -22,8 +23,9 @@ def _reduced_dims(x: Tensor, dim: Any) -> tuple[int, ...]:
     return tuple(_wrap_dim(d, x.ndim, "linalg.vector_norm") for d in dims) if x.ndim else ()
 
 
+@with_out
 def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
-                dtype: Any = None, out: Any = None) -> Tensor:
+                dtype: Any = None) -> Tensor:
     """torch.linalg.vector_norm: the p-norm over ``dim`` (all dims when None), for any real ``ord``."""
     check_tensor(x, "linalg.vector_norm", "input")
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
@@ -55,8 +57,9 @@ def _restore(result: Tensor, dims: tuple[int, int], keepdim: bool) -> Tensor:
     return result
 
 
+@with_out
 def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
-                dtype: Any = None, out: Any = None) -> Tensor:
+                dtype: Any = None) -> Tensor:
     """torch.linalg.matrix_norm: Frobenius, nuclear, spectral (2, -2), max/min column sum (1, -1) or row sum
     (inf, -inf) norms over the two dims ``dim``."""
     check_tensor(A, "linalg.matrix_norm")
@@ -82,8 +85,8 @@ def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2,
     return value if keepdim else value.squeeze((d0, d1))
 
 
-def norm(A: Tensor, ord: str | float | None = None, dim: int | Sequence[int] | None = None, keepdim: bool = False,
-         *, out: Any = None, dtype: Any = None) -> Tensor:
+@with_out
+def norm(A: Tensor, ord: str | float | None = None, dim: int | Sequence[int] | None = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """torch.linalg.norm: a vector norm over one dim (or of the flattened input), a matrix norm over two."""
     check_tensor(A, "linalg.norm")
     if isinstance(ord, str):

@@ -2,7 +2,7 @@
 All are compositions of differentiable ops (matmul, inv, elementwise, sums)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -11,8 +11,10 @@ from ..tensor.matmul import matmul
 from ..tensor.tensor import Tensor, _wrap_dim
 from ._common import check_tensor, constant
 from .inverses import inv
+from ..tensor.out_arg import with_out
 
-def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
+@with_out
+def matrix_power(A: Tensor, n: int) -> Tensor:
     """torch.linalg.matrix_power: ``A^n`` by repeated squaring; ``n = 0`` gives identities, ``n < 0`` powers of
     the inverse."""
     check_tensor(A, "linalg.matrix_power")
@@ -57,7 +59,8 @@ def _multiply(mats: Sequence[Tensor], split: list[list[int]], i: int, j: int) ->
     return matmul(_multiply(mats, split, i, k), _multiply(mats, split, k + 1, j))
 
 
-def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+@with_out
+def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     """torch.linalg.multi_dot: the product of a chain of matrices (first/last may be vectors), multiplied in the
     order that costs the fewest flops."""
     tensors = list(tensors)
@@ -96,7 +99,8 @@ _ROLL = {shift: np.array([[1.0 if i == (j + shift) % 3 else 0.0 for j in range(3
          for shift in (1, 2)}
 
 
-def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+@with_out
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (other dims broadcast)."""
     check_tensor(input, "linalg.cross", "input")
     check_tensor(other, "linalg.cross", "other")
@@ -114,7 +118,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
     return result.movedim(-1, d)
 
 
-def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+@with_out
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """torch.linalg.vecdot: the dot product of vectors along ``dim``, other dims broadcast."""
     check_tensor(x, "linalg.vecdot", "x")
     check_tensor(y, "linalg.vecdot", "y")

@@ -1,8 +1,6 @@
 """Linear systems: general (LU), triangular, and least squares, batched with broadcast batch dims."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import scipy.linalg
 
@@ -14,6 +12,7 @@ from ..tensor.tensor import Tensor
 from ._common import LinAlgError, check_matrix, check_same_dtype, check_tensor, lapack_info, linalg_lstsq, \
     raise_first_failure, tril, triu
 from .inverses import Pinv, pinv_vjp
+from ..tensor.out_arg import with_out
 
 
 def _broadcast_pair(A: Tensor, B: Tensor, op: str) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +56,8 @@ class Solve(Function):
         return gA, sum_to_shape(gB, ctx.b_shape) if ctx.needs_input_grad[1] else None
 
 
-def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
+@with_out
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """torch.linalg.solve: ``X`` with ``A X = B`` (or ``X A = B`` when ``left=False``); B may be a (batch of)
     vector(s)."""
     check_matrix(A, "linalg.solve", square=True, half_kernel="lu_cpu")
@@ -111,8 +111,8 @@ class SolveTriangular(Function):
         return gA, (sum_to_shape(gB, ctx.b_shape) if ctx.needs_input_grad[1] else None), None, None
 
 
-def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False,
-                     out: Any = None) -> Tensor:
+@with_out
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
     """torch.linalg.solve_triangular: solve with a triangular ``A`` by substitution (no factorization)."""
     op = "linalg.solve_triangular"
     check_matrix(A, op, square=True)

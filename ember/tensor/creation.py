@@ -9,6 +9,7 @@ import numpy as np
 from . import dtypes
 from .device import as_device
 from .tensor import Size, Tensor
+from .out_arg import with_out
 
 
 def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
@@ -97,20 +98,23 @@ def _filled(size: Sequence[Any], op: str, value: Any, dtype: Any, device: Any, r
     return _finish(array, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None,
+@with_out
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           layout: Any = None) -> Tensor:
     """A tensor of zeros."""
     return _filled(size, "zeros", 0, dtype, device, requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None,
+@with_out
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          layout: Any = None) -> Tensor:
     """A tensor of ones."""
     return _filled(size, "ones", 1, dtype, device, requires_grad)
 
 
+@with_out
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          memory_format: Any = None, pin_memory: bool = False, out: Any = None, layout: Any = None) -> Tensor:
+          memory_format: Any = None, pin_memory: bool = False, layout: Any = None) -> Tensor:
     """An uninitialised tensor."""
     return _filled(size, "empty", None, dtype, device, requires_grad)
 

@@ -21,6 +21,7 @@ from .elementwise import _dtype_name, binary, inplace
 from .tensor import Tensor, _wrap_dim
 from . import views
 from .views import expand, narrow, reshape, transpose, unsqueeze
+from .out_arg import with_out
 
 
 # ----------------------------------------------------------------------------- argument helpers
@@ -452,12 +453,14 @@ def _triangle_indices(row: int, col: int, offset: int, dtype: Any, lower: bool) 
     return Tensor._make(np.stack([rows, cols]).astype(dt.np).reshape(2, -1))
 
 
+@with_out
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """Coordinates (2 x N, row-major order) of the lower triangle of a ``row`` x ``col`` matrix."""
     return _triangle_indices(row, col, offset, dtype, True)
 
 
+@with_out
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """Coordinates (2 x N, row-major order) of the upper triangle of a ``row`` x ``col`` matrix."""

@@ -325,3 +325,9 @@ def test_composite_gradients_vs_torch(torch_ref, expr):
     ty.backward()
     np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(eb.grad.numpy(), tb.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_cumprod_gradient_with_zeros_matches_finite_differences():
+    x = ember.tensor([[2.0, 0.0, 3.0, 0.5], [1.0, 2.0, 0.0, 0.0]], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda t: t.cumprod(1), (x,))
+    assert ember.autograd.gradgradcheck(lambda t: t.cumprod(1), (x,))

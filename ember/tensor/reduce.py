@@ -407,8 +407,24 @@ class Scan(Function):
         d = ctx.dim
         if ctx.code == op.S_SUM:
             return _reverse_cumsum(g, d), None, None, None
-        # cumprod: d y_j / d x_i = y_j / x_i for j >= i (inputs without zeros)
-        return _reverse_cumsum(g * y, d) / x, None, None, None
+        return _cumprod_grad(x, y, g, d), None, None, None
+
+
+def _cumprod_grad(x: Tensor, y: Tensor, g: Tensor, d: int) -> Tensor:
+    """d y_j / d x_i is the product of x_k for k <= j, k != i: y_j / x_i without zeros, else one cumprod per i."""
+    if not bool((x == 0).any()):
+        return _reverse_cumsum(g * y, d) / x
+    from .creation import arange
+    from .elementwise import where
+    from .joins import cat
+
+    n = x.shape[d]
+    positions = arange(n).reshape(tuple(n if i == d else 1 for i in range(x.ndim)))
+    pieces = []
+    for i in range(n):
+        without_i = where(positions == i, 1.0, x).cumprod(d)
+        pieces.append((g * without_i * (positions >= i)).sum(d, keepdim=True))
+    return cat(pieces, d)
 
 
 def _reverse_cumsum(g: Tensor, dim: int) -> Tensor:

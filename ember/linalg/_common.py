@@ -91,21 +91,6 @@ def eye(n: int, like: Tensor) -> Tensor:
     return constant(np.eye(n), like)
 
 
-def tril(x: Tensor, k: int = 0) -> Tensor:
-    """Lower triangle (from diagonal ``k``) of the last two dims, as a differentiable masked product."""
-    return x * constant(np.tri(x.shape[-2], x.shape[-1], k), x)
-
-
-def triu(x: Tensor, k: int = 0) -> Tensor:
-    """Upper triangle (from diagonal ``k``) of the last two dims."""
-    return x * constant(1 - np.tri(x.shape[-2], x.shape[-1], k - 1), x)
-
-
-def diag_embed(v: Tensor) -> Tensor:
-    """A batch of diagonal matrices with ``v`` (..., n) on the diagonal."""
-    return v.unsqueeze(-1) * eye(v.shape[-1], v)
-
-
 def off_diagonal_reciprocal(diff: Tensor) -> Tensor:
     """``1 / diff`` off the diagonal and 0 on it (the F matrix of eigen/singular vector derivatives)."""
     n = diff.shape[-1]

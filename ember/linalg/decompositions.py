@@ -7,8 +7,9 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor.tensor import Tensor
-from ._common import check_matrix, constant, diag_embed, eye, lapack_info, linalg_eigh, linalg_qr, linalg_svd, \
-    off_diagonal_reciprocal, raise_first_failure, tril
+from ..tensor.joins import diag_embed, tril
+from ._common import check_matrix, constant, eye, lapack_info, linalg_eigh, linalg_qr, linalg_svd, \
+    off_diagonal_reciprocal, raise_first_failure
 from .solves import solve_triangular
 from ..tensor.out_arg import with_out
 

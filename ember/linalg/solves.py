@@ -9,8 +9,9 @@ from ..tensor import dtypes
 from ..tensor.elementwise import _dtype_name
 from ..tensor._dispatch import broadcast_shapes, sum_to_shape
 from ..tensor.tensor import Tensor
+from ..tensor.joins import tril, triu
 from ._common import LinAlgError, check_matrix, check_same_dtype, check_tensor, lapack_info, linalg_lstsq, \
-    raise_first_failure, tril, triu
+    raise_first_failure
 from .inverses import Pinv, pinv_vjp
 from ..tensor.out_arg import with_out
 

@@ -21,6 +21,11 @@ from .layout import collapse, dense_flat, element_strides, flat_buffer, is_dense
 # Below this many elements a parallel launch costs more than it saves.
 PARALLEL_MIN = 1 << 16
 
+
+def parallel_pays(n: int) -> bool:
+    """Whether ``n`` elements of work are worth a parallel launch (and there are threads to launch on)."""
+    return n >= PARALLEL_MIN and numba.get_num_threads() > 1
+
 # op code -> scalar function in ``scalar_ops``; the arity is the table's.
 UNARY = {
     op.NEG: "neg", op.ABS: "absolute", op.SQUARE: "square", op.SIGN: "sign", op.RELU: "relu",
@@ -140,7 +145,7 @@ def _launch(kernels, inputs: tuple[np.ndarray, ...], out: np.ndarray) -> None:
         if len(inputs) == 1:
             flat = flat[:1]
         target = out.reshape(-1) if out_is_c else dense_flat(out)
-        (parallel if n >= PARALLEL_MIN and numba.get_num_threads() > 1 else serial)(*flat, target)
+        (parallel if parallel_pays(n) else serial)(*flat, target)
         return
     operands = [np.broadcast_to(x, out.shape) for x in inputs] + [out]
     shape, strides = collapse(out.shape, [element_strides(x) for x in operands])

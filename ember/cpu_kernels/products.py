@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .reductions import parallel_pays
+from .elementwise import parallel_pays
 
 inline = njit(inline="always")
 

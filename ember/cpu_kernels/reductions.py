@@ -19,13 +19,12 @@ The inline skeletons here (``walk``, ``fold_run``, ...) are shared with ``scan``
 from __future__ import annotations
 
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from .. import opcodes as op
 from .codegen import KernelSet
-from .elementwise import PARALLEL_MIN
+from .elementwise import parallel_pays
 from .layout import collapse, element_strides, flat_buffer
 from .loops import BLOCK, _advance, _outer_count
 
@@ -184,11 +183,6 @@ _KERNELS = KernelSet("reduce", _instances_source)
 
 
 # ------------------------------------------------------------------ launch helpers
-def parallel_pays(n: int) -> bool:
-    """Whether ``n`` elements of work are worth a parallel launch."""
-    return n >= PARALLEL_MIN and numba.get_num_threads() > 1
-
-
 def compute_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype kernels work in for ``dtype``: float16 is widened to float32 (Numba has no CPU float16)."""
     return np.dtype(np.float32) if dtype == np.float16 else dtype

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .elementwise import PARALLEL_MIN
+from .elementwise import parallel_pays
 from .reductions import compute_dtype
 
 inline = njit(inline="always")
@@ -203,7 +203,7 @@ def _sorted_rows(x: np.ndarray, dim: int, descending: bool) -> tuple[np.ndarray,
     keys = _rows_of(x, dim)
     idx = np.empty(keys.shape, np.int64)
     if keys.size:
-        run = sort_rows_parallel if keys.size >= PARALLEL_MIN and keys.shape[0] > 1 else sort_rows
+        run = sort_rows_parallel if parallel_pays(keys.size) and keys.shape[0] > 1 else sort_rows
         run(keys, idx, descending)
     return keys, idx
 
@@ -257,7 +257,7 @@ def searchsorted(boundaries: np.ndarray, values: np.ndarray, right: bool, sorter
     order = np.ascontiguousarray(sorter, dtype=np.int64) if use_sorter else np.zeros((bounds.shape[0], 0), np.int64)
     work = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
     if vals.size:
-        run = search_rows_parallel if vals.size >= PARALLEL_MIN and vals.shape[0] > 1 else search_rows
+        run = search_rows_parallel if parallel_pays(vals.size) and vals.shape[0] > 1 else search_rows
         run(bounds, order, use_sorter, vals, right, work)
     if work is not out:
         np.copyto(out, work)

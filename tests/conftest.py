@@ -122,3 +122,27 @@ def assert_close(actual, expected, dtype_name: str | None = None, **kw):
     tol.update(kw)
     np.testing.assert_allclose(a.astype(np.float64) if a.dtype.kind != "b" else a,
                                e.astype(np.float64) if e.dtype.kind != "b" else e, equal_nan=True, **tol)
+
+
+def check_against_torch(torch, f, shapes, rtol: float, atol: float = 0.0) -> None:
+    """Run ``f(lib, method, *inputs)`` with ember and torch on the same float64 inputs; compare dtype, values,
+    and the input gradients of a weighted sum (when torch's output has a graph)."""
+    arrays = [np.random.default_rng(i).standard_normal(s) for i, s in enumerate(shapes)]
+    theirs_in = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ours_in = [ember.tensor(a, requires_grad=True) for a in arrays]
+    expected = f(torch, method, *theirs_in)
+    ours = f(ember, method, *ours_in)
+    assert ours.dtype.name == str(expected.dtype).split(".")[-1]
+    assert tuple(ours.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(ours.numpy(force=True).astype(np.float64),
+                               expected.detach().numpy().astype(np.float64), rtol=rtol, atol=atol)
+    if not expected.requires_grad:
+        return
+    weights = np.random.default_rng(9).standard_normal(tuple(expected.shape))
+    (expected * torch.tensor(weights, dtype=expected.dtype)).sum().backward()
+    (ours * ember.tensor(weights, dtype=ours.dtype)).sum().backward()
+    for mine, ref in zip(ours_in, theirs_in):
+        if ref.grad is None:
+            assert mine.grad is None or not mine.grad.numpy().any()
+        else:
+            np.testing.assert_allclose(mine.grad.numpy(), ref.grad.numpy(), rtol=rtol, atol=atol)

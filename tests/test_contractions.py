@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 import ember
 from ember.autograd import gradcheck, gradgradcheck
 
-from conftest import fn, method, make_layout, np_array
+from conftest import check_against_torch, fn, method, make_layout, np_array
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
 
@@ -290,10 +290,6 @@ def test_errors(case):
 
 
 # ----------------------------------------------------------------------------- differential against torch
-def _torch_method(t, name, *args, **kwargs):
-    return getattr(t, name)(*args, **kwargs)
-
-
 TORCH_CASES = {
     "einsum_mm": (lambda m, c, a, b: m.einsum("ij,jk->ik", a, b), [(2, 3), (3, 4)]),
     "einsum_implicit": (lambda m, c, a, b: m.einsum("bA,Ab", a, b), [(2, 3), (3, 2)]),
@@ -325,15 +321,4 @@ TORCH_CASES = {
 @pytest.mark.parametrize("name", sorted(TORCH_CASES))
 def test_against_torch(name, torch_ref):
     f, shapes = TORCH_CASES[name]
-    arrays = [np.random.default_rng(i).standard_normal(s) for i, s in enumerate(shapes)]
-    theirs_in = [torch_ref.tensor(a, requires_grad=True) for a in arrays]
-    ours_in = [T(a, requires_grad=True) for a in arrays]
-    expected = f(torch_ref, _torch_method, *theirs_in)
-    ours = f(ember, method, *ours_in)
-    assert ours.dtype.name == str(expected.dtype).split(".")[-1]
-    close(ours, expected.detach().numpy())
-    weights = np.random.default_rng(9).standard_normal(tuple(expected.shape))
-    (expected * torch_ref.tensor(weights)).sum().backward()
-    (ours * T(weights)).sum().backward()
-    for mine, ref in zip(ours_in, theirs_in):
-        close(mine.grad, ref.grad.numpy())
+    check_against_torch(torch_ref, f, shapes, rtol=1e-10, atol=1e-10)

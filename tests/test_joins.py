@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import ember
 from ember.autograd import gradcheck, gradgradcheck
 
-from conftest import fn, method, make_layout, np_array, shapes, small_dim
+from conftest import check_against_torch, fn, method, make_layout, np_array, shapes, small_dim
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
 
@@ -391,10 +391,6 @@ def test_errors(case):
 
 
 # ----------------------------------------------------------------------------- differential against torch
-def _torch_method(t, name, *args, **kwargs):
-    return getattr(t, name)(*args, **kwargs)
-
-
 TORCH_CASES = {
     "cat_promote": (lambda m, c, a, b: m.cat([a, b.double()], 1), [(2, 3), (2, 2)]),
     "cat_int_float": (lambda m, c, a, b: m.cat([a.int(), b]), [(2, 3), (1, 3)]),
@@ -427,22 +423,5 @@ TORCH_CASES = {
 
 @pytest.mark.parametrize("name", sorted(TORCH_CASES))
 def test_against_torch(name, torch_ref):
-    f, in_shapes = TORCH_CASES[name]
-    arrays = [np.random.default_rng(i).standard_normal(s) for i, s in enumerate(in_shapes)]
-    theirs_in = [torch_ref.tensor(a, requires_grad=True) for a in arrays]
-    ours_in = [T(a, requires_grad=True) for a in arrays]
-    expected = f(torch_ref, _torch_method, *theirs_in)
-    ours = f(ember, method, *ours_in)
-    assert ours.dtype.name == str(expected.dtype).split(".")[-1]
-    np.testing.assert_allclose(ours.numpy(force=True).astype(np.float64),
-                               expected.detach().numpy().astype(np.float64), rtol=1e-12)
-    if not expected.requires_grad:
-        return
-    weights = np.random.default_rng(9).standard_normal(tuple(expected.shape))
-    (expected * torch_ref.tensor(weights, dtype=expected.dtype)).sum().backward()
-    (ours * T(weights, dtype=ours.dtype)).sum().backward()
-    for mine, ref in zip(ours_in, theirs_in):
-        if ref.grad is None:
-            assert mine.grad is None or not mine.grad.numpy().any()
-        else:
-            np.testing.assert_allclose(mine.grad.numpy(), ref.grad.numpy(), rtol=1e-12)
+    f, shapes = TORCH_CASES[name]
+    check_against_torch(torch_ref, f, shapes, rtol=1e-12)

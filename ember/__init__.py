@@ -46,6 +46,13 @@ from .tensor.views import as_strided, broadcast_to, chunk, diagonal, expand, fla
 
 _methods.bind()
 
+from . import nn  # noqa: E402  (binds the nn Tensor methods, e.g. softmax)
+
+globals().update({k: v for k, v in nn.functional.torch_functions().items() if k not in globals()})
+
+from . import optim, utils  # noqa: E402
+from .serialization import load, save  # noqa: E402
+
 __version__ = "0.1.0"
 
 float = float32  # noqa: A001 - torch's aliases

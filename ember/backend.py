@@ -65,3 +65,22 @@ class Backend(Protocol):
 
 
 CONTRACT = tuple(name for name in Backend.__dict__ if not name.startswith("_"))
+
+# The kernel families of the nn layers and the optimizers. A backend provides each as a submodule of that name
+# holding these functions (array arguments filled in place, like the core contract above); the CPU backend's
+# signatures are the reference a second backend must match. Inputs are contiguous float32/float64 arrays and
+# already validated: the layer code above checks shapes, dtypes and indices first.
+KERNEL_FAMILIES: dict[str, tuple[str, ...]] = {
+    "conv": ("im2col", "col2im"),
+    "pooling": ("max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward"),
+    "softmax": ("softmax_forward", "softmax_backward"),
+    "activations": ("activation_forward", "activation_backward"),
+    "dropout": ("dropout_forward", "masked_scale"),
+    "losses": ("class_nll_forward", "class_nll_backward", "ctc_forward", "ctc_backward"),
+    "normalization": ("rows_norm_forward", "rows_norm_backward", "rows_norm_affine_grads", "channel_moments",
+                      "channel_fma", "channel_grad_sums"),
+    "embedding": ("bag_argmax",),
+    "recurrent": ("lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward"),
+    "optim_updates": ("sgd_update", "adam_update", "adamax_update", "nadam_update", "radam_update",
+                      "rmsprop_update", "adagrad_update", "adadelta_update"),
+}

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 
 import ember
+
+# The same examples on every run: CI is reproducible and a warm kernel cache compiles nothing new.
+settings.register_profile("ember", derandomize=True, deadline=None, database=None)
+settings.load_profile("ember")
 
 
 @pytest.fixture

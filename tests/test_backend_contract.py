@@ -38,3 +38,14 @@ def test_backend_contract_computes(module):
     prod = np.empty((1, 2, 2))
     module.matmul(x[None], x.T[None], prod)
     np.testing.assert_array_equal(prod[0], x @ x.T)
+
+
+@pytest.mark.parametrize("module", BACKENDS)
+def test_backend_provides_kernel_families_with_cpu_signatures(module):
+    for family, names in backend.KERNEL_FAMILIES.items():
+        mine, reference = getattr(module, family), getattr(cpu_kernels, family)
+        for name in names:
+            assert callable(getattr(mine, name)), (family, name)
+            assert inspect.signature(getattr(mine, name)) == inspect.signature(getattr(reference, name)), \
+                (family, name)
+            assert name in reference.__all__, (family, name)

@@ -1,9 +1,12 @@
 """The CPU backend: Numba ``njit`` kernels over NumPy arrays.
 
 It implements the backend contract written down in ``ember.backend``
-(elementwise, reductions, scans, products, sorting);
-``tests/test_backend_contract.py`` checks names and signatures.
+(elementwise, reductions, scans, products, sorting) and its kernel families
+(``conv``, ``pooling``, ``softmax``, ... the nn and optimizer kernels, one
+submodule each); ``tests/test_backend_contract.py`` checks names and signatures.
 """
+from . import activations, conv, dropout, embedding, losses, normalization, optim_updates, pooling, recurrent, \
+    softmax
 from .elementwise import binary, ternary, unary
 from .indexing import scatter
 from .products import matmul

@@ -7,8 +7,11 @@ out once as a module and imported from there.
 
 Numba's cache checks only the generated file, not the loop skeletons and
 scalar functions it inlines, so the module's name carries a hash of its text
-*and* of every source file of this package: editing or upgrading any kernel
-code gives new module names and so fresh compilation, never a stale kernel.
+*and* of every source file a generated module can reach (``GENERATED_DEPENDENCIES``):
+editing or upgrading that code gives new module names and so fresh compilation,
+never a stale kernel. Kernel files outside that list (nn, optimizer kernels) are
+plain ``njit(cache=True)`` functions that Numba's own cache tracks per file, so
+editing them does not recompile the generated families.
 """
 from __future__ import annotations
 
@@ -26,15 +29,20 @@ _MODULES: dict[str, ModuleType] = {}
 _PACKAGE_DIGEST: list[str] = []
 
 
+# Files whose code a generated module imports or inlines (directly or through these): a new generated family
+# that imports another file must add it here.
+GENERATED_DEPENDENCIES = ("codegen.py", "elementwise.py", "layout.py", "loops.py", "reductions.py", "scalar_ops.py",
+                          "scans.py", "../opcodes.py")
+
+
 def _package_digest() -> str:
-    """Hash of this package's kernel sources, read once per process."""
+    """Hash of the kernel sources generated modules depend on, read once per process."""
     if not _PACKAGE_DIGEST:
         h = hashlib.sha256()
         folder = os.path.dirname(os.path.abspath(__file__))
-        for name in sorted(os.listdir(folder)):
-            if name.endswith(".py") and name != "__init__.py":  # the package index holds no kernel code
-                with open(os.path.join(folder, name), "rb") as f:
-                    h.update(name.encode() + f.read())
+        for name in GENERATED_DEPENDENCIES:
+            with open(os.path.join(folder, name), "rb") as f:
+                h.update(name.encode() + f.read())
         _PACKAGE_DIGEST.append(h.hexdigest())
     return _PACKAGE_DIGEST[0]
 

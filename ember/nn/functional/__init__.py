@@ -1,0 +1,38 @@
+"""``ember.nn.functional``: the stateless form of every layer, loss and activation (``import ... as F``).
+
+Each submodule lists its public functions in ``__all__``; a submodule may also
+name ``TENSOR_METHODS`` (bound onto ``Tensor``, e.g. ``x.softmax(1)``) and
+``TORCH_FUNCTIONS`` (exported at the top level, e.g. ``ember.conv2d``). The
+functions are copied into this namespace, where they take precedence over the
+submodules of the same name (``F.dropout`` is the function, as in torch).
+"""
+from __future__ import annotations
+
+import importlib
+
+_SUBMODULE_NAMES = ("activation", "attention", "conv", "distance", "dropout", "fold", "linear", "loss",
+                    "normalization", "pooling", "sparse", "vision")
+SUBMODULES = tuple(importlib.import_module(f"{__name__}.{name}") for name in _SUBMODULE_NAMES)
+__all__ = [name for module in SUBMODULES for name in module.__all__]
+globals().update({name: getattr(module, name) for module in SUBMODULES for name in module.__all__})
+
+
+def _bind_tensor_methods() -> None:
+    """Attach the submodules' ``TENSOR_METHODS`` to ``Tensor``."""
+    from ...tensor.methods import _method
+    from ...tensor.tensor import Tensor
+
+    for module in SUBMODULES:
+        for name, fn in getattr(module, "TENSOR_METHODS", {}).items():
+            setattr(Tensor, name, _method(fn, name))
+
+
+def torch_functions() -> dict:
+    """The submodules' ``TORCH_FUNCTIONS``: names torch also exports at its top level."""
+    found: dict = {}
+    for module in SUBMODULES:
+        found.update(getattr(module, "TORCH_FUNCTIONS", {}))
+    return found
+
+
+_bind_tensor_methods()

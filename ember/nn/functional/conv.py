@@ -1,0 +1,426 @@
+"""Convolutions and transposed convolutions (1-, 2- and 3-d): im2col kernels plus one BLAS product per group.
+
+Three differentiable ops share one geometry (see ``ConvGeometry``):
+``_Conv`` maps the image side to the column side, ``_ConvTranspose`` is its
+adjoint, and ``_ConvWeightGrad`` is the gradient of ``_Conv`` with respect to
+the weight. Each one's backward is written with the other two, so gradients
+of gradients (of any order) come for free. Columns are laid out as
+(channels * taps, batch * positions) so a whole batch is one matrix product.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...autograd.function import Function
+from ...cpu_kernels import conv as conv_kernels
+from ...tensor import dtypes
+from ...tensor._dispatch import backend
+from ...tensor.elementwise import _dtype_name
+from ...tensor.tensor import Tensor
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+
+
+# ----------------------------------------------------------------------------------------------- argument handling
+def _ntuple(value: Any, n: int, name: str, op: str = "") -> tuple[int, ...]:
+    """An int or a sequence of 1 or ``n`` ints as an ``n``-tuple, with torch's errors."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, tuple, list, Sequence)):
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
+    if isinstance(value, (int, np.integer)):
+        return (int(value),) * n
+    items = tuple(value)
+    wrong = [v for v in items if isinstance(v, bool) or not isinstance(v, (int, np.integer))]
+    if wrong:
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, but found element of type "
+                        f"{type(wrong[0]).__name__}")
+    if len(items) == 1:
+        return (int(items[0]),) * n
+    if len(items) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match the "
+                           f"convolution dimensions, but got {name}={list(items)}")
+    return tuple(int(v) for v in items)
+
+
+def _pad3(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
+    """Widen per-dim values of a 1-/2-d op to 3 dims (unit leading dims)."""
+    return (fill,) * (3 - len(values)) + tuple(values)
+
+
+class ConvGeometry:
+    """Where every tap of a convolution reads, in 3 spatial dims (1-/2-d ops get unit leading dims).
+
+    ``image`` is the spatial size of the side im2col reads (the conv input,
+    the transposed conv output), ``cols`` the size of the other side.
+    ``padding`` is the padding before the first element; the padding after is
+    implied by the two sizes (so 'same' may pad unevenly).
+    """
+
+    __slots__ = ("ndim", "kernel", "stride", "padding", "dilation", "image", "cols", "groups", "packed")
+
+    def __init__(self, ndim: int, kernel, stride, padding, dilation, image, cols, groups: int) -> None:
+        self.ndim = ndim
+        self.kernel, self.stride = _pad3(kernel, 1), _pad3(stride, 1)
+        self.padding, self.dilation = _pad3(padding, 0), _pad3(dilation, 1)
+        self.image, self.cols = _pad3(image, 1), _pad3(cols, 1)
+        self.groups = groups
+        self.packed = conv_kernels.geometry_array(self.kernel, self.stride, self.padding, self.dilation, self.cols)
+
+    @property
+    def taps(self) -> int:
+        return math.prod(self.kernel)
+
+    @property
+    def positions(self) -> int:
+        return math.prod(self.cols)
+
+    def spatial(self, side: tuple[int, ...]) -> tuple[int, ...]:
+        """A 3-d size back in the op's own number of dims."""
+        return side[3 - self.ndim:]
+
+
+def output_size(size: int, kernel: int, stride: int, pad_total: int, dilation: int, ceil: bool = False) -> int:
+    """Positions a window fits along a dim of ``size`` padded by ``pad_total`` in all."""
+    span = size + pad_total - dilation * (kernel - 1) - 1
+    return (-(-span // stride) if ceil else span // stride) + 1
+
+
+# ------------------------------------------------------------------------------------------------ array helpers
+def kernel_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype kernels compute in: float16 in float32, integers in float64 (exact below 2**53)."""
+    if dt == np.float16:
+        return np.dtype(np.float32)
+    return dt if dt in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+def _cast_back(arr: np.ndarray, dt: np.dtype) -> np.ndarray:
+    if arr.dtype == dt:
+        return arr
+    if dt.kind in "iu":
+        return np.rint(arr).astype(np.int64).astype(dt)
+    return arr.astype(dt)
+
+
+def _compute(t: Tensor | None, dt: np.dtype) -> np.ndarray | None:
+    if t is None:
+        return None
+    arr = t._array
+    return np.ascontiguousarray(arr if arr.dtype == dt else arr.astype(dt))
+
+
+def columns(image: np.ndarray, geo: ConvGeometry) -> np.ndarray:
+    """The (groups, channels/groups * taps, batch * positions) receptive fields of an (N, C, *image) array."""
+    n, c = image.shape[:2]
+    length = geo.positions
+    col = np.empty(c * geo.taps * n * length, dtype=image.dtype)
+    conv_kernels.im2col(image.reshape((n, c) + geo.image), col, geo.packed, length, n * length)
+    return col.reshape(geo.groups, c // geo.groups * geo.taps, n * length)
+
+
+def _to_image(col: np.ndarray, n: int, channels: int, geo: ConvGeometry) -> np.ndarray:
+    """col2im of (groups, C/groups * taps, N * positions) columns into a new (N, C, *image) array."""
+    image = np.empty((n, channels) + geo.image, dtype=col.dtype)
+    length = geo.positions
+    conv_kernels.col2im(col.reshape(-1), image, geo.packed, length, n * length)
+    return image.reshape((n, channels) + geo.spatial(geo.image))
+
+
+def _channels_major(arr: np.ndarray, groups: int) -> np.ndarray:
+    """(N, C, *cols) -> contiguous (groups, C/groups, N * positions)."""
+    n, c = arr.shape[:2]
+    length = math.prod(arr.shape[2:])
+    moved = np.ascontiguousarray(arr.reshape(n, c, length).transpose(1, 0, 2))
+    return moved.reshape(groups, c // groups, n * length)
+
+
+def _batch_major(arr: np.ndarray, n: int, geo: ConvGeometry, bias: np.ndarray | None) -> np.ndarray:
+    """(groups, C/groups, N * positions) -> new (N, C, *cols), adding ``bias`` per channel on the way."""
+    c = arr.shape[0] * arr.shape[1]
+    out = np.empty((n, c, geo.positions), dtype=arr.dtype)
+    moved = arr.reshape(c, n, geo.positions).transpose(1, 0, 2)
+    if bias is None:
+        np.copyto(out, moved)
+    else:
+        np.add(moved, bias.reshape(1, c, 1), out=out)
+    return out.reshape((n, c) + geo.spatial(geo.cols))
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
+    backend().matmul(a, b, out)
+    return out
+
+
+def _weight3(w: np.ndarray, groups: int) -> np.ndarray:
+    """Weight (col channels, image channels/groups, *kernel) as (groups, col channels/groups, rest)."""
+    return w.reshape(groups, w.shape[0] // groups, math.prod(w.shape[1:]))
+
+
+def _add_image_bias(image: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    if bias is not None:
+        image += bias.reshape((1, -1) + (1,) * (image.ndim - 2))
+    return image
+
+
+# ------------------------------------------------------------------------------------------- differentiable ops
+def _bias_grad(g: Tensor) -> Tensor:
+    return g.sum((0,) + tuple(range(2, g.ndim)))
+
+
+class _Conv(Function):
+    """Image (N, C, *image) to columns side (N, OC, *cols): the convolution itself."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, w: Tensor, b: Tensor | None, geo: ConvGeometry):
+        dt = kernel_dtype(x._array.dtype)
+        col = columns(_compute(x, dt), geo)
+        out = _matmul(_weight3(_compute(w, dt), geo.groups), col)
+        result = _batch_major(out, x.shape[0], geo, _compute(b, dt))
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, w)
+            ctx.geo = geo
+            if ctx.needs_input_grad[1]:
+                ctx.col = col  # reused by the weight gradient
+        return _cast_back(result, x._array.dtype)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, w = ctx.saved_tensors
+        geo = ctx.geo
+        col = ctx.__dict__.pop("col", None)
+        both = ctx.needs_input_grad[0] and ctx.needs_input_grad[1]
+        # Both input and weight gradients read g channels-major: transpose it once.
+        moved = _channels_major(_compute(g, kernel_dtype(g._array.dtype)), geo.groups) if both else None
+        gx = _ConvTranspose.apply(g, w, None, geo, moved) if ctx.needs_input_grad[0] else None
+        gw = _ConvWeightGrad.apply(x, g, geo, col, moved) if ctx.needs_input_grad[1] else None
+        gb = _bias_grad(g) if ctx.needs_input_grad[2] else None
+        return gx, gw, gb, None
+
+
+class _ConvTranspose(Function):
+    """Columns side (N, OC, *cols) back to the image side (N, C, *image): the adjoint of ``_Conv``."""
+
+    @staticmethod
+    def forward(ctx, y: Tensor, w: Tensor, b: Tensor | None, geo: ConvGeometry, moved: np.ndarray | None):
+        dt = kernel_dtype(y._array.dtype)
+        w3 = _weight3(_compute(w, dt), geo.groups)
+        if moved is None:
+            moved = _channels_major(_compute(y, dt), geo.groups)
+        col = _matmul(np.ascontiguousarray(w3.transpose(0, 2, 1)), moved)
+        image = _add_image_bias(_to_image(col, y.shape[0], w.shape[1] * geo.groups, geo), _compute(b, dt))
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(y, w)
+            ctx.geo = geo
+        return _cast_back(image, y._array.dtype)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        y, w = ctx.saved_tensors
+        geo = ctx.geo
+        gy = _Conv.apply(g, w, None, geo) if ctx.needs_input_grad[0] else None
+        gw = _ConvWeightGrad.apply(g, y, geo, None, None) if ctx.needs_input_grad[1] else None
+        gb = _bias_grad(g) if ctx.needs_input_grad[2] else None
+        return gy, gw, gb, None, None
+
+
+class _ConvWeightGrad(Function):
+    """d<gy, conv(x, w)>/dw: bilinear in the image-side ``x`` and the columns-side ``gy``."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, gy: Tensor, geo: ConvGeometry, col: np.ndarray | None,
+                moved: np.ndarray | None):
+        """``col`` and ``moved`` are x's columns and gy channels-major, when the caller has them already."""
+        dt = kernel_dtype(x._array.dtype)
+        if col is None:
+            col = columns(_compute(x, dt), geo)
+        gyt = _channels_major(_compute(gy, dt), geo.groups) if moved is None else moved
+        # The inner dim (batch * positions) is long; OpenBLAS then ran up to 30x slower when the product's
+        # first dim was the shorter one, so the longer of out-channels and taps goes first.
+        if gyt.shape[1] >= col.shape[1]:
+            gw = _matmul(gyt, col.transpose(0, 2, 1))
+        else:
+            gw = _matmul(col, gyt.transpose(0, 2, 1)).transpose(0, 2, 1)
+        if ctx.needs_input_grad:
+            ctx.save_for_backward(x, gy)
+            ctx.geo = geo
+        shape = (gy.shape[1], x.shape[1] // geo.groups) + geo.spatial(geo.kernel)
+        return _cast_back(gw.reshape(shape), x._array.dtype)
+
+    @staticmethod
+    def backward(ctx, ggw: Tensor):
+        x, gy = ctx.saved_tensors
+        geo = ctx.geo
+        gx = _ConvTranspose.apply(gy, ggw, None, geo, None) if ctx.needs_input_grad[0] else None
+        ggy = _Conv.apply(x, ggw, None, geo) if ctx.needs_input_grad[1] else None
+        return gx, ggy, None, None, None
+
+
+# ---------------------------------------------------------------------------------------------------- validation
+def _check_operands(op: str, nd: int, x: Any, w: Any, bias: Any) -> bool:
+    """Types, ranks and dtypes; returns whether ``x`` is unbatched."""
+    for arg, label in ((x, "input"), (w, "weight")):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"{op}(): argument '{label}' (position {1 if label == 'input' else 2}) must be Tensor, "
+                            f"not {type(arg).__name__}")
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"{op}(): argument 'bias' must be Tensor, not {type(bias).__name__}")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {op}, but got input of "
+                           f"size: {list(x.shape)}")
+    if w.ndim != nd + 2:
+        raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {op}, but got weight of size {list(w.shape)}")
+    if x.dtype is not w.dtype:
+        raise RuntimeError(f"Input type ({x.type()}) and weight type ({w.type()}) should be the same")
+    if bias is not None and bias.dtype is not x.dtype:
+        raise RuntimeError(f"Input type ({_dtype_name(x.dtype).lower()}) and bias type "
+                           f"({_dtype_name(bias.dtype).lower()}) should be the same")
+    if x.dtype is dtypes.bool:
+        raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
+    return x.ndim == nd + 1
+
+
+def _check_hyper(stride, dilation, groups: int, padding=None) -> None:
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)):
+        raise TypeError(f"argument 'groups' must be int, not {type(groups).__name__}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if padding is not None and any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+
+
+def _check_channels(x: Tensor, w: Tensor, bias: Tensor | None, groups: int, transposed: bool) -> None:
+    if w.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(w.shape)}] instead")
+    expected = w.shape[0] if transposed else w.shape[1] * groups
+    if x.shape[1] != expected:
+        given = f"transposed=1, weight of size {list(w.shape)}" if transposed else \
+            f"groups={groups}, weight of size {list(w.shape)}"
+        raise RuntimeError(f"Given {given}, expected input{list(x.shape)} to have {expected} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    out_channels = w.shape[1] * groups if transposed else w.shape[0]
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
+        prefix = "transposed=1, " if transposed else ""
+        raise RuntimeError(f"Given {prefix}weight of size {list(w.shape)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
+
+
+def _same_padding(kernel, dilation, stride, op: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    lo = tuple(t // 2 for t in total)
+    return lo, tuple(t - p for t, p in zip(total, lo))
+
+
+# ---------------------------------------------------------------------------------------------------- public ops
+def _convnd(nd: int, op: str, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+            dilation: Any, groups: int) -> Tensor:
+    unbatched = _check_operands(op, nd, input, weight, bias)
+    x = input.unsqueeze(0) if unbatched else input
+    stride = _ntuple(stride, nd, "stride", op)
+    dilation = _ntuple(dilation, nd, "dilation", op)
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            lo = hi = (0,) * nd
+        elif padding == "same":
+            _check_hyper(stride, dilation, groups)
+            lo, hi = _same_padding(kernel, dilation, stride, op)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        lo = hi = _ntuple(padding, nd, "padding", op)
+    _check_hyper(stride, dilation, groups, lo)
+    _check_channels(x, weight, bias, groups, transposed=False)
+    image = tuple(x.shape[2:])
+    padded = [i + a + b for i, a, b in zip(image, lo, hi)]
+    if any(p < d * (k - 1) + 1 for p, k, d in zip(padded, kernel, dilation)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
+            f"({' x '.join(str(d * (k - 1) + 1) for k, d in zip(kernel, dilation))}). Kernel size can't be greater "
+            "than actual input size")
+    cols = tuple(output_size(i, k, s, a + b, d) for i, k, s, a, b, d in zip(image, kernel, stride, lo, hi, dilation))
+    geo = ConvGeometry(nd, kernel, stride, lo, dilation, image, cols, groups)
+    out = _Conv.apply(x, weight, bias, geo)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv_transposend(nd: int, op: str, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+                      padding: Any, output_padding: Any, groups: int, dilation: Any) -> Tensor:
+    unbatched = _check_operands(op, nd, input, weight, bias)
+    x = input.unsqueeze(0) if unbatched else input
+    if isinstance(padding, str):
+        raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
+    stride = _ntuple(stride, nd, "stride", op)
+    padding = _ntuple(padding, nd, "padding", op)
+    dilation = _ntuple(dilation, nd, "dilation", op)
+    extra = _ntuple(output_padding, nd, "output_padding", op)
+    _check_hyper(stride, dilation, groups, padding)
+    if any(e < 0 for e in extra):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation)):
+        names = ("depth", "height", "width")[3 - nd:] if nd > 1 else ("",)
+        parts = [" ".join(f"{key}{'_' + n if n else ''}: {v}" for n, v in zip(names, vals))
+                 for key, vals in (("output_padding", extra), ("stride", stride), ("dilation", dilation))]
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {' '.join(parts)}")
+    _check_channels(x, weight, bias, groups, transposed=True)
+    kernel = tuple(weight.shape[2:])
+    cols = tuple(x.shape[2:])
+    image = tuple((c - 1) * s - 2 * p + d * (k - 1) + e + 1
+                  for c, s, p, d, k, e in zip(cols, stride, padding, dilation, kernel, extra))
+    if any(i <= 0 for i in image):
+        raise RuntimeError(f"{op}: the output size {image} computed from input size {cols}, kernel size {kernel}, "
+                           f"stride {stride}, padding {padding} and dilation {dilation} is too small")
+    geo = ConvGeometry(nd, kernel, stride, padding, dilation, image, cols, groups)
+    out = _ConvTranspose.apply(x, weight, bias, geo, None)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-d convolution (cross-correlation) of (N, C, L) or (C, L) input with (OC, C/groups, K) weight."""
+    return _convnd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-d convolution of (N, C, H, W) or (C, H, W) input; padding may be an int, a pair, 'same' or 'valid'."""
+    return _convnd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-d convolution of (N, C, D, H, W) or (C, D, H, W) input."""
+    return _convnd(3, "conv3d", input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 1-d convolution (the gradient of conv1d w.r.t. its input); weight is (C, OC/groups, K)."""
+    return _conv_transposend(1, "conv_transpose1d", input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 2-d convolution; weight is (C, OC/groups, kH, kW)."""
+    return _conv_transposend(2, "conv_transpose2d", input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 3-d convolution; weight is (C, OC/groups, kD, kH, kW)."""
+    return _conv_transposend(3, "conv_transpose3d", input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+TORCH_FUNCTIONS = {"conv1d": conv1d, "conv2d": conv2d, "conv3d": conv3d, "conv_transpose1d": conv_transpose1d,
+                   "conv_transpose2d": conv_transpose2d, "conv_transpose3d": conv_transpose3d}

@@ -1,0 +1,500 @@
+"""Max, average, adaptive, Lp pooling and max-unpooling (1-, 2- and 3-d).
+
+All flavours become per-dim windows (``Windows``) that two fused kernels
+(max, average) and their adjoints consume, so ceil mode, padding, dilation
+and adaptive sizes are handled once, in Python, when the windows are built.
+Max pooling saves the arg-max positions; its backward scatters the gradient
+there and that scatter's own backward gathers, so double backward works.
+Average pooling and its backward are each other's adjoint.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from ...autograd.function import Function
+from ...cpu_kernels import pooling as pool_kernels
+from ...tensor import dtypes
+from ...tensor.tensor import Tensor
+from .conv import kernel_dtype
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+           "lp_pool1d", "lp_pool2d", "lp_pool3d",
+           "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices"]
+
+_WORDS = {1: "one", 2: "two", 3: "three"}
+
+
+# ------------------------------------------------------------------------------------------------------ windows
+class Windows:
+    """Per-dim pooling windows widened to 3 dims: first index, length, step and divisor of every output."""
+
+    __slots__ = ("starts", "counts", "steps", "divisors", "override", "in_size", "out_size")
+
+    def __init__(self, dims: list[tuple[list[int], list[int], int, list[int]]], in_size: tuple[int, ...],
+                 override: int = 0) -> None:
+        dims = [([0], [1], 1, [1])] * (3 - len(dims)) + list(dims)
+        width = max(1, max(len(d[0]) for d in dims))
+        self.starts = np.zeros((3, width), np.int64)
+        self.counts = np.zeros((3, width), np.int64)
+        self.divisors = np.ones((3, width), np.float64)
+        for i, (starts, counts, _, divisors) in enumerate(dims):
+            self.starts[i, :len(starts)] = starts
+            self.counts[i, :len(counts)] = counts
+            self.divisors[i, :len(divisors)] = divisors
+        self.steps = np.array([d[2] for d in dims], np.int64)
+        self.override = override
+        self.in_size = (1,) * (3 - len(in_size)) + tuple(in_size)
+        self.out_size = tuple(len(d[0]) for d in dims)
+
+
+def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
+    """torch's pooling output length; in ceil mode the last window must start inside the input or left padding."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _max_dim(size: int, kernel: int, stride: int, pad: int, dilation: int, out: int) -> tuple:
+    starts, counts = [], []
+    for o in range(out):
+        start = o * stride - pad
+        end = min(start + dilation * (kernel - 1) + 1, size)
+        while start < 0:
+            start += dilation
+        starts.append(start)
+        counts.append(max(0, -(-(end - start) // dilation)))
+    return starts, counts, dilation, counts
+
+
+def _avg_dim(size: int, kernel: int, stride: int, pad: int, include_pad: bool, out: int) -> tuple:
+    starts, counts, divisors = [], [], []
+    for o in range(out):
+        start = o * stride - pad
+        end = min(start + kernel, size + pad)
+        padded = end - start
+        start, end = max(start, 0), min(end, size)
+        starts.append(start)
+        counts.append(max(0, end - start))
+        divisors.append(padded if include_pad else max(0, end - start))
+    return starts, counts, 1, divisors
+
+
+def _adaptive_dim(size: int, out: int) -> tuple:
+    starts = [o * size // out for o in range(out)]
+    counts = [-(-(o + 1) * size // out) - s for o, s in enumerate(starts)]
+    return starts, counts, 1, counts
+
+
+@functools.lru_cache(maxsize=256)
+def _sliding_windows(kind: str, in_size: tuple, kernel: tuple, stride: tuple, pad: tuple, dilation: tuple,
+                     ceil_mode: bool, include_pad: bool, override: int) -> Windows:
+    dims = []
+    for n, k, s, p, d in zip(in_size, kernel, stride, pad, dilation):
+        out = pool_output_size(n, k, s, p, d, ceil_mode)
+        dims.append(_max_dim(n, k, s, p, d, out) if kind == "max" else _avg_dim(n, k, s, p, include_pad, out))
+    return Windows(dims, in_size, override)
+
+
+@functools.lru_cache(maxsize=256)
+def _adaptive_windows(in_size: tuple, out_size: tuple) -> Windows:
+    return Windows([_adaptive_dim(n, o) for n, o in zip(in_size, out_size)], in_size)
+
+
+# ------------------------------------------------------------------------------------------------ array helpers
+def _planes(arr: np.ndarray, lead: tuple, size3: tuple) -> np.ndarray:
+    """The array as contiguous (planes, D, H, W) in a dtype the kernels take."""
+    dt = kernel_dtype(arr.dtype)
+    return np.ascontiguousarray(arr, dtype=dt).reshape((math.prod(lead),) + size3)
+
+
+def _restore(arr: np.ndarray, shape: tuple, dt: np.dtype) -> np.ndarray:
+    """Back to the caller's shape and dtype (integer results truncate, as torch's integer pooling does)."""
+    out = arr.reshape(shape)
+    if out.dtype == dt:
+        return out
+    return np.trunc(out).astype(dt) if dt.kind in "iub" else out.astype(dt)
+
+
+def _lead(shape: tuple, nd: int) -> tuple:
+    """The dims in front of the ``nd`` pooled ones (batch and channels)."""
+    return tuple(shape[:len(shape) - nd])
+
+
+def _rows(shape: tuple, nd: int) -> tuple[int, int]:
+    """(planes, elements per plane) of a shape whose last ``nd`` dims are pooled."""
+    return math.prod(_lead(shape, nd)), math.prod(shape[len(shape) - nd:])
+
+
+def _pool_buffers(x: Tensor, win: Windows, nd: int) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """The lead dims of ``x``, ``x`` as kernel-ready (P, D, H, W) planes, and the empty (P, oD, oH, oW) output."""
+    lead = _lead(x.shape, nd)
+    planes = _planes(x._array, lead, win.in_size)
+    return lead, planes, np.empty(planes.shape[:1] + win.out_size, planes.dtype)
+
+
+# ------------------------------------------------------------------------------------------- differentiable ops
+class _MaxPool(Function):
+    """Window maxima and their flat per-plane input positions (torch's ``indices``)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, win: Windows, nd: int):
+        lead, planes, out = _pool_buffers(x, win, nd)
+        indices = np.empty(out.shape, np.int64)
+        pool_kernels.max_pool(planes, out, indices, win.starts, win.counts, win.steps)
+        shape = lead + win.out_size[3 - nd:]
+        idx = Tensor._make(indices.reshape(shape))
+        ctx.mark_non_differentiable(idx)
+        if ctx.needs_input_grad:
+            ctx.indices, ctx.in_shape, ctx.nd = idx, tuple(x.shape), nd
+        return _restore(out, shape, x._array.dtype), idx
+
+    @staticmethod
+    def backward(ctx, g: Tensor, _indices_grad: Any):
+        return _MaxPoolBackward.apply(g, ctx.indices, ctx.in_shape, ctx.nd), None, None
+
+
+class _MaxPoolBackward(Function):
+    """Adds every output gradient at its arg-max position (a scatter); its own backward is a gather."""
+
+    @staticmethod
+    def forward(ctx, g: Tensor, indices: Tensor, in_shape: tuple, nd: int):
+        planes, size = _rows(in_shape, nd)
+        dt = kernel_dtype(g._array.dtype)
+        grad = np.ascontiguousarray(g._array, dtype=dt).reshape(_rows(g.shape, nd))
+        out = np.empty((planes, size), dt)
+        pool_kernels.max_pool_backward(grad, np.ascontiguousarray(indices._array).reshape(grad.shape), out)
+        ctx.indices, ctx.nd = indices, nd
+        return _restore(out, in_shape, g._array.dtype)
+
+    @staticmethod
+    def backward(ctx, gg: Tensor):
+        return _gather_planes(gg, ctx.indices, ctx.nd), None, None, None
+
+
+def _gather_planes(values: Tensor, indices: Tensor, nd: int) -> Tensor:
+    """``values`` read at per-plane flat positions ``indices`` (planes are the dims before the last ``nd``)."""
+    rows = values.reshape(_rows(values.shape, nd))
+    return rows.gather(1, indices.reshape(_rows(indices.shape, nd))).reshape(indices.shape)
+
+
+class _AvgPool(Function):
+    """Window means (sums over the divisor the windows carry)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, win: Windows, nd: int):
+        lead, planes, out = _pool_buffers(x, win, nd)
+        pool_kernels.avg_pool(planes, out, win.starts, win.counts, win.divisors, win.override)
+        if ctx.needs_input_grad:
+            ctx.win, ctx.in_shape, ctx.nd = win, tuple(x.shape), nd
+        return _restore(out, lead + win.out_size[3 - nd:], x._array.dtype)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return _AvgPoolBackward.apply(g, ctx.win, ctx.in_shape, ctx.nd), None, None
+
+
+class _AvgPoolBackward(Function):
+    """The adjoint of ``_AvgPool`` (each output's share spread over its window); its backward is ``_AvgPool``."""
+
+    @staticmethod
+    def forward(ctx, g: Tensor, win: Windows, in_shape: tuple, nd: int):
+        lead = _lead(in_shape, nd)
+        grad = _planes(g._array, lead, win.out_size)
+        out = np.empty(grad.shape[:1] + win.in_size, grad.dtype)
+        pool_kernels.avg_pool_backward(grad, out, win.starts, win.counts, win.divisors, win.override)
+        if ctx.needs_input_grad:
+            ctx.win, ctx.nd = win, nd
+        return _restore(out, in_shape, g._array.dtype)
+
+    @staticmethod
+    def backward(ctx, gg: Tensor):
+        return _AvgPool.apply(gg, ctx.win, ctx.nd), None, None, None
+
+
+# ---------------------------------------------------------------------------------------------------- validation
+def _check_input(op: str, x: Any, nd: int) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if x.ndim not in (nd + 1, nd + 2) or any(n == 0 for n in x.shape[x.ndim - nd - 1:]):
+        raise RuntimeError(f"{op}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
+                           f"size for input, but got:{list(x.shape)}")
+
+
+def _pool_tuple(value: Any, nd: int, name: str, op: str) -> tuple[int, ...]:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),) * nd
+    items = tuple(value) if isinstance(value, (tuple, list)) else None
+    if items is None or len(items) not in (1, nd) or not all(isinstance(v, (int, np.integer)) for v in items):
+        raise RuntimeError(f"{op}: {name} must either be a single int, or a tuple of {_WORDS[nd]} ints")
+    return tuple(int(v) for v in items) * (nd if len(items) == 1 else 1)
+
+
+def _sliding(kind: str, op: str, x: Tensor, nd: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+             ceil_mode: bool, include_pad: bool = True, divisor_override: Any = None) -> Windows:
+    """Check a max/avg pooling call the way torch does and build its windows."""
+    _check_input(op, x, nd)
+    kernel = _pool_tuple(kernel_size, nd, "kernel_size", op)
+    stride = kernel if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
+        _pool_tuple(stride, nd, "stride", op)
+    pad = _pool_tuple(padding, nd, "padding", op)
+    dilation = _pool_tuple(dilation, nd, "dilation", op)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_size={list(kernel)}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("stride should not be zero")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation={list(dilation)}")
+    for p, k, d in zip(pad, kernel, dilation):
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={d}")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    spatial = tuple(x.shape[x.ndim - nd:])
+    out = tuple(pool_output_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, pad, dilation))
+    if any(o < 1 for o in out):
+        channels = x.shape[x.ndim - nd - 1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (channels,) + spatial))}). Calculated output "
+                           f"size: ({'x'.join(map(str, (channels,) + out))}). Output size is too small")
+    return _sliding_windows(kind, spatial, kernel, stride, pad, dilation, bool(ceil_mode), bool(include_pad),
+                            int(divisor_override or 0))
+
+
+def _adaptive(op: str, x: Any, nd: int, output_size: Any) -> Windows:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {list(x.shape)}")
+    for i in range(x.ndim - nd - 1, x.ndim):
+        if x.shape[i] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(x.shape)} with dimension {i} being empty")
+    if not x.dtype.is_floating_point:
+        from ...tensor.elementwise import _dtype_name
+
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_dtype_name(x.dtype)}'")
+    spatial = tuple(x.shape[x.ndim - nd:])
+    sizes = (output_size,) * nd if isinstance(output_size, (int, np.integer)) else tuple(output_size)
+    if len(sizes) != nd:
+        raise RuntimeError(f"{op}() argument 'output_size' should contain {_WORDS[nd]} int"
+                           f"{'s' if nd > 1 else ''} (got {len(sizes)})")
+    sizes = tuple(n if o is None else int(o) for o, n in zip(sizes, spatial))
+    if any(o < 0 for o in sizes):
+        raise RuntimeError(f"{op}(): elements of output_size must be greater than or equal to 0 but received "
+                           f"{list(sizes)}")
+    return _adaptive_windows(spatial, sizes)
+
+
+def _max_result(x: Tensor, win: Windows, nd: int, return_indices: bool) -> Any:
+    out, indices = _MaxPool.apply(x, win, nd)
+    return (out, indices) if return_indices else out
+
+
+# ---------------------------------------------------------------------------------------------------- public ops
+def _max_pool(nd: int, input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+              return_indices: bool) -> Any:
+    win = _sliding("max", f"max_pool{nd}d", input, nd, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_result(input, win, nd, return_indices)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding windows of the last dim; with ``return_indices`` also each maximum's position."""
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding (kH, kW) windows; stride defaults to the kernel size, padding counts as -inf."""
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding (kD, kH, kW) windows."""
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool1d`` returning (values, indices)."""
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool2d`` returning (values, indices)."""
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool3d`` returning (values, indices)."""
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _avg_pool(nd: int, input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+              count_include_pad: bool, divisor_override: Any) -> Tensor:
+    win = _sliding("avg", f"avg_pool{nd}d", input, nd, kernel_size, stride, padding, 1, ceil_mode,
+                   count_include_pad, divisor_override)
+    return _AvgPool.apply(input, win, nd)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of the last dim (zero padding counted unless ``count_include_pad=False``)."""
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding (kH, kW) windows; ``divisor_override`` replaces the window size as the divisor."""
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding (kD, kH, kW) windows."""
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean pooling to a given length: window o spans [floor(o*L/out), ceil((o+1)*L/out))."""
+    return _AvgPool.apply(input, _adaptive("adaptive_avg_pool1d", input, 1, output_size), 1)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean pooling to a given (H, W); None keeps that dim's size."""
+    return _AvgPool.apply(input, _adaptive("adaptive_avg_pool2d", input, 2, output_size), 2)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean pooling to a given (D, H, W); None keeps that dim's size."""
+    return _AvgPool.apply(input, _adaptive("adaptive_avg_pool3d", input, 3, output_size), 3)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max pooling to a given length (adaptive windows)."""
+    return _max_result(input, _adaptive("adaptive_max_pool1d", input, 1, output_size), 1, return_indices)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max pooling to a given (H, W) (adaptive windows)."""
+    return _max_result(input, _adaptive("adaptive_max_pool2d", input, 2, output_size), 2, return_indices)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max pooling to a given (D, H, W) (adaptive windows)."""
+    return _max_result(input, _adaptive("adaptive_max_pool3d", input, 3, output_size), 3, return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool1d`` returning (values, indices)."""
+    return adaptive_max_pool1d(input, output_size, return_indices)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool2d`` returning (values, indices)."""
+    return adaptive_max_pool2d(input, output_size, return_indices)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool3d`` returning (values, indices)."""
+    return adaptive_max_pool3d(input, output_size, return_indices)
+
+
+def _max_unpool(nd: int, input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                output_size: Any) -> Tensor:
+    op = f"max_unpool{nd}d"
+    _check_input(op, input, nd)
+    if not isinstance(indices, Tensor) or indices.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}: elements of indices should be type int64")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    kernel = _pool_tuple(kernel_size, nd, "kernel_size", op)
+    stride = kernel if stride is None else _pool_tuple(stride, nd, "stride", op)
+    pad = _pool_tuple(padding, nd, "padding", op)
+    spatial = tuple(input.shape[input.ndim - nd:])
+    default = tuple((n - 1) * s + k - 2 * p for n, s, k, p in zip(spatial, stride, kernel, pad))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(int(v) for v in output_size)[-nd:]
+        if len(size) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                             f"length of '{len(tuple(output_size))}'")
+        for n, d, s in zip(size, default, stride):
+            if not d - s < n < d + s:
+                raise ValueError(f"invalid output_size \"{list(size)}\" (dim {size.index(n)} must be between "
+                                 f"{d - s} and {d + s})")
+    planes, count = _rows(tuple(input.shape), nd)
+    total = math.prod(size)
+    flat = indices._array.reshape(planes, count) if planes else indices._array.reshape(0, count)
+    if flat.size and (flat.min() < 0 or flat.max() >= total):
+        bad = int(flat.max() if flat.max() >= total else flat.min())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size {'x'.join(map(str, size))})")
+    out = input.new_zeros((planes, total)).scatter(1, indices.reshape(planes, count), input.reshape(planes, count))
+    return out.reshape(_lead(tuple(input.shape), nd) + size)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of max_pool1d: values back at their indices, zeros elsewhere."""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of max_pool2d: values back at their indices, zeros elsewhere."""
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of max_pool3d."""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _lp_pool(nd: int, input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool) -> Tensor:
+    kernel = _pool_tuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
+    pooled = _avg_pool(nd, input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None)
+    return (pooled.sign() * pooled.abs().relu()).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling: (sum of x**p over each window) ** (1/p)."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (kH, kW) windows."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (kD, kH, kW) windows."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+TORCH_FUNCTIONS = {
+    "max_pool1d": max_pool1d, "max_pool2d": max_pool2d, "max_pool3d": max_pool3d, "avg_pool1d": avg_pool1d,
+    "adaptive_avg_pool1d": adaptive_avg_pool1d, "max_pool1d_with_indices": max_pool1d_with_indices,
+    # torch.adaptive_max_pool1d (unlike F.adaptive_max_pool1d) always returns (values, indices).
+    "adaptive_max_pool1d": adaptive_max_pool1d_with_indices,
+}

@@ -1,0 +1,104 @@
+"""The step loop shared by the optimizers whose update is one fused kernel call per parameter.
+
+``FusedOptimizer.step`` walks the param groups, skips parameters without a
+gradient, creates state on a parameter's first step, advances its ``step``
+counter and hands parameter, gradient, state buffers and scalars to the
+optimizer's kernel entry point (``ember.cpu_kernels.optim_updates``). A
+subclass states only what is its own: the group options its kernel takes, its
+state buffers, and the scalars derived from the step count.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..tensor.tensor import Tensor
+from ._fused import advance_step, apply_update, new_step, to_scalar, zeros_state
+from .optimizer import Optimizer, run_closure
+
+__all__ = ["FusedOptimizer"]
+
+# Group options passed to the kernels as bools (the rest become Python floats).
+_FLAGS = frozenset({"maximize", "nesterov", "decoupled_weight_decay"})
+
+
+class FusedOptimizer(Optimizer):
+    """Base of the per-parameter fused-kernel optimizers (a template for ``step``).
+
+    Subclasses set ``_kernel`` (an ``optim_updates`` entry point), ``_options``
+    (group keys read once per group, in the kernel's order; ``"betas"`` gives
+    two floats) and ``_buffers`` (zero-filled state buffers, in the kernel's
+    order), and override ``_buffer_names`` / ``_step_scalars`` where those
+    depend on the group or the step count.
+    """
+
+    _kernel: Callable[..., None]
+    _options: tuple[str, ...] = ()
+    _buffers: tuple[str, ...] = ()
+    # 0-d state tensors (default dtype) created with the buffers, with their initial values.
+    _scalar_state: dict[str, float] = {"step": 0.0}
+    # Group options that older checkpoints may lack, with the value they meant (filled in on loading).
+    _legacy_options: dict[str, Any] = {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in self._legacy_options.items():
+                group.setdefault(key, value)
+        for s in self.state.values():
+            if isinstance(s, dict):
+                for key in self._scalar_state:
+                    if key in s and not isinstance(s[key], Tensor):
+                        s[key] = new_step(float(s[key]))
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss when given."""
+        loss = run_closure(closure)
+        for group in self.param_groups:
+            options = self._group_options(group)
+            names = self._buffer_names(group)
+            for p in group["params"]:
+                grad = p.grad
+                if grad is not None:
+                    self._step_param(p, grad, names, options)
+        return loss
+
+    def _group_options(self, group: dict[str, Any]) -> tuple:
+        """``self._options`` of ``group`` as Python floats and bools (one-element Tensors read out)."""
+        values: list[Any] = []
+        for key in self._options:
+            value = group[key]
+            if key == "betas":
+                values.extend(float(to_scalar(b)) for b in value)
+            else:
+                values.append(bool(value) if key in _FLAGS else float(to_scalar(value)))
+        return tuple(values)
+
+    def _buffer_names(self, group: dict[str, Any]) -> tuple[str | None, ...]:
+        """The state buffers the kernel takes for this group, in order; None for an option not in use."""
+        return self._buffers
+
+    def _buffer_fill(self) -> float:
+        """The initial value of every state buffer."""
+        return 0.0
+
+    def _init_state(self, p: Tensor, state: dict[str, Any], names: tuple[str | None, ...]) -> None:
+        """Fill a parameter's empty state: the scalar state, then the buffers."""
+        for key, value in self._scalar_state.items():
+            state[key] = new_step(value)
+        fill = self._buffer_fill()
+        for name in names:
+            if name is not None:
+                state[name] = zeros_state(p, fill)
+
+    def _step_param(self, p: Tensor, grad: Tensor, names: tuple[str | None, ...], options: tuple) -> None:
+        """Advance the parameter's step counter (creating its state on its first step) and run the kernel on it."""
+        state = self.state[p]
+        if not state:
+            self._init_state(p, state, names)
+        step = advance_step(state["step"])
+        apply_update(self._kernel, p, grad, [None if name is None else state[name] for name in names],
+                     *self._step_scalars(state, step, options))
+
+    def _step_scalars(self, state: dict[str, Any], step: float, options: tuple) -> tuple:
+        """The kernel's scalar arguments at step count ``step`` (default: the group options as they are)."""
+        return options

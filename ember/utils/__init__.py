@@ -1,0 +1,6 @@
+"""``ember.utils``: helpers beside the tensor library, as in ``torch.utils`` (today: ``data``)."""
+from __future__ import annotations
+
+from . import data
+
+__all__ = ["data"]

@@ -6,8 +6,8 @@ functions, elementwise and reduction ops, views, matmul, autograd.
 from . import _runtime  # noqa: F401  (must run before Numba is imported)
 
 from . import autograd, linalg, random
-from .autograd import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
-    set_grad_enabled
+from .autograd import enable_grad, inference_mode, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
+    is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .tensor import methods as _methods
 from .tensor.creation import arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, \
     logspace, ones, ones_like, tensor, zeros, zeros_like
@@ -50,7 +50,7 @@ from . import nn  # noqa: E402  (binds the nn Tensor methods, e.g. softmax)
 
 globals().update({k: v for k, v in nn.functional.torch_functions().items() if k not in globals()})
 
-from . import optim, utils  # noqa: E402
+from . import cuda, optim, utils  # noqa: E402  (ember.cuda imports no numba-cuda until CUDA is used)
 from .serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"

@@ -1,11 +1,30 @@
 """Shared fixtures and Hypothesis strategies for ember's tests."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import settings, strategies as st
 
 import ember
+
+# CUDA tests need Numba's simulator (or a GPU) switched on before numba is imported, so they run in their own
+# pytest process (tests/test_cuda_simulator.py starts it); the main process does not collect them.
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("EMBER_TEST_CUDA") != "1":
+    collect_ignore = ["cuda"]
+
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` need real hardware: skip them under the simulator (and wherever CUDA is missing)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("EMBER_TEST_CUDA") == "1":
+        return
+    skip = pytest.mark.skip(reason="needs a real CUDA GPU (run with EMBER_TEST_CUDA=1 on one)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
 
 # The same examples on every run: CI is reproducible and a warm kernel cache compiles nothing new.
 settings.register_profile("ember", derandomize=True, deadline=None, database=None)

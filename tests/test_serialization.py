@@ -176,7 +176,7 @@ def test_map_location_forms():
     for loc in (None, "cpu", ember.device("cpu"), {"cpu": "cpu"}):
         assert_same_tensor(roundtrip(t, map_location=loc), t)
     assert roundtrip(t, map_location=lambda s, loc: s * 2).tolist() == [0.0, 2.0, 4.0]
-    with pytest.raises(RuntimeError, match="not available"):
+    with pytest.raises(RuntimeError, match="CUDA|cuda"):
         roundtrip(t, map_location="cuda:0")
 
 

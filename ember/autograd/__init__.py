@@ -3,16 +3,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import graph
+from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from .engine import run_backward
 from .function import Function, FunctionCtx, Node, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
+from . import functional
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "Node", "once_differentiable", "no_grad", "enable_grad",
     "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck",
-    "gradgradcheck",
+    "gradgradcheck", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
 ]
 
 
@@ -79,10 +83,17 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
          create_graph: bool = False, allow_unused: bool | None = None, is_grads_batched: bool = False,
          materialize_grads: bool = False) -> tuple:
-    """The gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated."""
+    """The gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated.
+
+    With ``is_grads_batched`` every grad_output has a leading batch dimension and each input's gradient gets one
+    too: one backward pass per batch row over the retained graph (torch vectorises this with vmap).
+    """
     from ..tensor.creation import zeros_like
     from .function import _edge
 
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     grads = _root_grads(outs, _as_tuple(grad_outputs), create_graph)
@@ -106,3 +117,22 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
             if materialize_grads:
                 result[i] = zeros_like(ins[i])
     return tuple(result)
+
+
+def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool | None, create_graph: bool,
+                  allow_unused: bool | None, materialize_grads: bool) -> tuple:
+    """``grad`` for each row of batched ``grad_outputs``, stacked along a new leading dimension."""
+    from ..tensor.joins import stack
+
+    rows = _as_tuple(grad_outputs)
+    if not rows or any(g is None or g.ndim == 0 for g in rows):
+        raise RuntimeError("autograd.grad with is_grads_batched=True needs grad_outputs with a leading batch "
+                           "dimension for every output")
+    count = rows[0].shape[0]
+    if any(g.shape[0] != count for g in rows):
+        raise RuntimeError(f"autograd.grad with is_grads_batched=True: the grad_outputs have different batch sizes "
+                           f"{[g.shape[0] for g in rows]}")
+    per_row = [grad(outputs, inputs, tuple(g[i] for g in rows),
+                    retain_graph=True if i < count - 1 else retain_graph, create_graph=create_graph,
+                    allow_unused=allow_unused, materialize_grads=materialize_grads) for i in range(count)]
+    return tuple(None if column[0] is None else stack(list(column)) for column in zip(*per_row))

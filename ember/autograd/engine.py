@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from . import function as _function
 from .function import AccumulateGrad, FunctionCtx, Node
 from .grad_mode import _set_enabled, is_grad_enabled
 
@@ -73,7 +74,10 @@ def _check_grad(node: Node, index: int, grad: Any, target: Node, target_index: i
 def _zeros_for(node: Node, index: int):
     from ..tensor.creation import zeros
 
-    shape, dtype = node._output_meta[index]
+    meta = node._output_meta[index]
+    if meta is None:  # a non-tensor output gets no gradient
+        return None
+    shape, dtype = meta
     return zeros(shape, dtype=dtype)
 
 
@@ -119,6 +123,7 @@ def run_backward(
     capture_ids = {id(n) for n, _ in capture} if capture is not None else set()
     ready = [n for n in dict.fromkeys(root_nodes) if id(n) in needed and pending[id(n)] == 0]
     prev_mode = is_grad_enabled()
+    anomaly = _function._ANOMALY  # read once per backward call; the loop then checks a local
     _set_enabled(create_graph)
     try:
         while ready:
@@ -131,8 +136,12 @@ def run_backward(
             if isinstance(node, AccumulateGrad):
                 if capture is None and buf[0] is not None:
                     _accumulate_leaf(node.variable, buf[0], create_graph)
+                post = node.__dict__.get("_post_hooks")
+                if post:
+                    for hook in list(post.values()):
+                        hook((), tuple(buf))
                 continue
-            in_grads = _call_node(node, buf)
+            in_grads = _call_node_anomaly(node, buf) if anomaly else _call_node(node, buf)
             if not retain_graph:
                 node._release()
             for i, edge in enumerate(node.next_functions):
@@ -170,8 +179,57 @@ def _run_pre_hooks(node: Node, buf: list) -> list:
         for hook in list(node_hooks.values()):
             result = hook(tuple(buf))
             if result is not None:
-                buf = list(result)
+                buf = list(_check_hook_result(hook, result, tuple(buf)))
     return buf
+
+
+def _check_hook_result(hook: Any, result: Any, expected: tuple) -> tuple:
+    """A Node hook's replacement gradients, validated as torch does (a tuple of the same length, None kept None)."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(expected):
+        name = getattr(hook, "__name__", type(hook).__name__)
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(result)}, but "
+                           f"expected {len(expected)})")
+    for new, old in zip(result, expected):
+        if old is None and new is not None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return result
+
+
+def _call_node_anomaly(node: FunctionCtx, buf: list) -> tuple:
+    """``_call_node`` in anomaly mode: an error names the node and shows its forward traceback; NaN or inf is an
+    error."""
+    import warnings
+
+    try:
+        result = _call_node(node, buf)
+        if _function._ANOMALY_CHECK_NAN:
+            _check_nan(node, result)
+    except Exception:
+        trace = node._forward_trace
+        if trace is not None:
+            import traceback
+
+            warnings.warn(
+                f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                + "".join(traceback.format_list(trace)),
+                stacklevel=2,
+            )
+        raise
+    return result
+
+
+def _check_nan(node: Node, result: tuple) -> None:
+    """NaN in any output first (torch's check and message), then inf (torch checks NaN only; the issue asks for
+    both: an infinite gradient is as much a bug to find)."""
+    from ..tensor.tensor import Tensor
+
+    grads = [(i, g.detach()) for i, g in enumerate(result) if isinstance(g, Tensor) and g.dtype.is_floating_point]
+    for kind, test in (("nan", Tensor.isnan), ("inf", Tensor.isinf)):
+        for i, g in grads:
+            if bool(test(g).any()):
+                raise RuntimeError(f"Function '{node.name()}' returned {kind} values in its {i}th output.")
 
 
 def _call_node(node: FunctionCtx, buf: list) -> tuple:
@@ -189,7 +247,7 @@ def _call_node(node: FunctionCtx, buf: list) -> tuple:
         for hook in list(post.values()):
             replaced = hook(tuple(result), tuple(buf))
             if replaced is not None:
-                result = tuple(replaced)
+                result = _check_hook_result(hook, replaced, tuple(result))
     return result
 
 

@@ -8,11 +8,19 @@ The node *is* the ``ctx`` that ``forward`` and ``backward`` receive.
 from __future__ import annotations
 
 import functools
+import traceback
 from typing import Any, Callable
 
 import numpy as np
 
 from .grad_mode import _set_enabled, is_grad_enabled, no_grad
+
+# Anomaly mode (``anomaly_mode.set_detect_anomaly`` rebinds these): when on, a recorded call keeps its forward
+# traceback on the node and the engine checks backward results for NaN. Off costs one global check per recorded call.
+_ANOMALY = False
+_ANOMALY_CHECK_NAN = True
+# The stack of active ``graph.saved_tensors_hooks`` as (pack_hook, unpack_hook) pairs; the innermost is last.
+_SAVED_HOOKS: list = []
 
 
 class Node:
@@ -93,6 +101,8 @@ class FunctionCtx(Node):
     needs_input_grad = ()
     _dirty = ()
     _non_differentiable = ()
+    _packed = False
+    _forward_trace = None  # the forward call's stack, recorded only in anomaly mode
 
     def name(self) -> str:
         return type(self).__name__
@@ -100,12 +110,23 @@ class FunctionCtx(Node):
     # -- saving tensors ------------------------------------------------------
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep tensors for backward; an in-place change to one before backward is an error."""
+        if _SAVED_HOOKS and self.needs_input_grad:
+            self._pack_saved(tensors)
+            return
         self._saved = tuple((t, t._version.value) if t is not None else None for t in tensors)
+
+    def _pack_saved(self, tensors: tuple) -> None:
+        """Save through the innermost ``saved_tensors_hooks``: pack now, unpack on each read."""
+        pack, unpack = _SAVED_HOOKS[-1]
+        self._saved = tuple(_Packed(pack(t), unpack) if t is not None else None for t in tensors)
+        self._packed = True
 
     @property
     def saved_tensors(self) -> tuple:
         if self._freed:
             raise RuntimeError(_FREED_MESSAGE)
+        if self._packed:
+            return tuple(entry.unpack() if entry is not None else None for entry in self._saved)
         out = []
         for entry in self._saved:
             if entry is None:
@@ -147,6 +168,23 @@ class FunctionCtx(Node):
         return result if isinstance(result, tuple) else (result,)
 
 
+class _Packed:
+    """A tensor saved through a pack hook: what the hook returned, and the unpack hook to call on it."""
+
+    __slots__ = ("value", "unpack_hook")
+
+    def __init__(self, value: Any, unpack_hook: Callable) -> None:
+        self.value = value
+        self.unpack_hook = unpack_hook
+
+    def unpack(self) -> Any:
+        t = self.unpack_hook(self.value)
+        if not isinstance(t, _tensor_class()):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(t).__name__}")
+        return t
+
+
 class FunctionMeta(type):
     """Gives each Function subclass its own backward node class, named ``<Name>Backward``."""
 
@@ -182,6 +220,8 @@ class Function(metaclass=FunctionMeta):
                 record = True
                 ctx.needs_input_grad = flags
                 edges = tuple(_edge(a) if getattr(a, "_array", None) is not None else None for a in args)
+                if _ANOMALY:
+                    ctx._forward_trace = traceback.extract_stack()[:-1]
             _set_enabled(False)
             try:
                 raw = cls.forward(ctx, *args, **kwargs)

@@ -61,9 +61,12 @@ def as_device(value: Any) -> device:
     if value is None:
         return CPU
     dev = value if isinstance(value, device) else device(value)
+    if dev.type == "cuda":
+        from .. import cuda
+
+        cuda._lazy_init()  # without numba-cuda or a GPU: the error that says how to install GPU support
+        raise RuntimeError(f"ember: tensors on '{dev}' are not supported yet: ember.cuda and its kernels work, "
+                           "but Tensor storage on the GPU is still being built (see the README)")
     if dev.type != "cpu":
-        raise RuntimeError(
-            f"ember: device '{dev}' is not available; this build of ember runs tensors on the CPU only "
-            "(CUDA support is not installed)"
-        )
+        raise RuntimeError(f"ember: device '{dev}' is not available; ember runs tensors on the CPU")
     return CPU

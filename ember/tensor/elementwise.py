@@ -252,7 +252,7 @@ class _Binary(Function):
             ctx.shapes = (shape_of(a), shape_of(b))
             ctx.save_for_backward(*(t if isinstance(t, Tensor) else None for t in (a, b)),
                                   result if cls.uses_output else None)
-            ctx.scalars = (a, b)
+            ctx.scalars = tuple(None if isinstance(t, Tensor) else t for t in (a, b))  # tensors only as saved
         return result
 
     @classmethod

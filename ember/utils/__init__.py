@@ -2,5 +2,6 @@
 from __future__ import annotations
 
 from . import data
+from . import checkpoint
 
 __all__ = ["data"]

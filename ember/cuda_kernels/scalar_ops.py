@@ -1,0 +1,52 @@
+"""Device versions of the scalar ops: ``cuda.jit(device=True)`` builds of the CPU definitions.
+
+``ember.cpu_kernels.scalar_ops`` is written once for every target: its plain
+Python functions (``py_func``) are compiled here as CUDA device functions, so
+the GPU has torch's semantics exactly where the CPU has them. Only definitions
+that the simulator cannot run as written (it runs device code as Python over
+NumPy scalars) get a device twin here.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+from numba import cuda
+
+from ..cpu_kernels import reductions as _cpu_reductions, scalar_ops as _cpu
+
+__all__ = ["device_function", "OVERRIDES"]
+
+
+def _sign(x):
+    # NumPy has no bool subtraction, which the simulator would hit in the CPU's ``(x > 0) - (x < 0)``
+    return (x > 0) * 1 - (x < 0) * 1
+
+
+def _trunc(x):
+    # NumPy's float32 has no ``__trunc__`` (the simulator's ``math.trunc`` fails on it); floor/ceil fall back
+    if x != x or x == math.inf or x == -math.inf:
+        return x
+    return math.floor(x) if x >= 0 else math.ceil(x)
+
+
+_device_trunc = cuda.jit(device=True)(_trunc)
+
+
+def _frac(x):
+    if x == math.inf or x == -math.inf:
+        return math.nan
+    return x - _device_trunc(x) if x == x else x
+
+
+OVERRIDES = {"sign": _sign, "trunc": _trunc, "frac": _frac}
+
+
+@functools.cache
+def device_function(name: str):
+    """The CUDA device function of scalar op ``name`` (a ``scalar_ops`` or reduction-helper name)."""
+    py_func = OVERRIDES.get(name)
+    if py_func is None:
+        source = getattr(_cpu, name, None) or getattr(_cpu_reductions, name)
+        py_func = source.py_func
+    return cuda.jit(device=True)(py_func)

@@ -10,7 +10,8 @@ from hypothesis import settings, strategies as st
 import ember
 
 # CUDA tests need Numba's simulator (or a GPU) switched on before numba is imported, so they run in their own
-# pytest process (tests/test_cuda_simulator.py starts it); the main process does not collect them.
+# pytest process (tests/test_cuda_simulator.py starts it, or `NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/cuda`);
+# the main process does not collect them.
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("EMBER_TEST_CUDA") != "1":
     collect_ignore = ["cuda"]
 

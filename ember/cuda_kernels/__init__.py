@@ -8,7 +8,7 @@ cached layout metadata), ``scalar_ops`` (device versions of the scalar ops),
 (the counter-based generator).
 
 So far this backend implements these entries of ``ember.backend.CONTRACT``:
-``IMPLEMENTED`` (``tests/cuda/test_contract.py`` checks their signatures against
+``IMPLEMENTED`` (``tests/cuda/test_device_contract.py`` checks their signatures against
 the contract); the sorting family and the nn kernel families are still to come,
 as is wiring ``Tensor`` to device storage.
 """

@@ -14,7 +14,6 @@ from .reductions import arg_reduce, reduce
 from .scans import scan, scan_indices
 from .sorting import bincount, histc, kthvalue, mode, searchsorted, sort, topk
 
-FAMILIES = (activations, conv, dropout, embedding, losses, normalization, optim_updates, pooling, recurrent, softmax)
 __all__ = ["activations", "conv", "dropout", "embedding", "losses", "normalization", "optim_updates", "pooling",
            "recurrent", "softmax", "unary", "binary", "ternary", "reduce", "arg_reduce", "scan", "scan_indices", "matmul", "scatter", "sort", "topk",
            "kthvalue", "mode", "searchsorted", "bincount", "histc"]

@@ -33,9 +33,8 @@ def _addindent(text: str, spaces: int) -> str:
 
 
 def _type_name(value: Any) -> str:
-    if isinstance(value, Tensor):
-        return f"torch.{value.type().split('.')[-1]}" if hasattr(value, "type") else "Tensor"
-    return type(value).__name__
+    """How torch names a value in assignment errors: a tensor by its legacy type ('torch.FloatTensor')."""
+    return value.type() if isinstance(value, Tensor) else type(value).__name__
 
 
 def _check_name(kind: str, name: Any, owner: "Module") -> None:

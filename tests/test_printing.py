@@ -24,7 +24,7 @@ def _stand_in(array, requires_grad=False, grad_fn_name=None):
     grad_fn = None if grad_fn_name is None else types.SimpleNamespace(name=lambda: grad_fn_name)
     return types.SimpleNamespace(
         _array=array, dtype=dtype, requires_grad=requires_grad, grad_fn=grad_fn,
-        is_leaf=grad_fn is None,
+        is_leaf=grad_fn is None, device=types.SimpleNamespace(type="cpu"),
     )
 
 

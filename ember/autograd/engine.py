@@ -60,12 +60,15 @@ def _check_grad(node: Node, index: int, grad: Any, target: Node, target_index: i
     meta = target._output_meta[target_index] if target_index < len(target._output_meta) else None
     if meta is None:
         return grad
-    shape, dtype = meta
+    shape, dtype, device = meta
     if grad.shape != shape:
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {index} - got {list(grad.shape)} "
             f"but expected shape compatible with {list(shape)}"
         )
+    if grad.device != device:
+        raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - expected device "
+                           f"{device} but got {grad.device}")
     if grad.dtype is not dtype:
         grad = grad.to(dtype)
     return grad
@@ -77,8 +80,8 @@ def _zeros_for(node: Node, index: int):
     meta = node._output_meta[index]
     if meta is None:  # a non-tensor output gets no gradient
         return None
-    shape, dtype = meta
-    return zeros(shape, dtype=dtype)
+    shape, dtype, device = meta
+    return zeros(shape, dtype=dtype, device=device)
 
 
 def run_backward(

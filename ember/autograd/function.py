@@ -79,7 +79,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
-        self._output_meta = ((variable.shape, variable.dtype),)
+        self._output_meta = ((variable.shape, variable.dtype, variable.device),)
 
 
 _FREED_MESSAGE = (
@@ -252,7 +252,7 @@ def _tensor_class() -> type:
 
 def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
     Tensor = _tensor_class()
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) or hasattr(value, "__ember_device_array__"):
         return Tensor._make(value)
     if isinstance(value, Tensor) and any(value is a for a in inputs) and not any(value is d for d in ctx._dirty):
         return value._alias()
@@ -277,7 +277,7 @@ def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
         if not isinstance(out, Tensor):
             meta.append(None)
             continue
-        meta.append((out.shape, out.dtype))
+        meta.append((out.shape, out.dtype, out.device))
         if any(out is t for t in ctx._non_differentiable) or not out.dtype.is_floating_point:
             continue
         if any(out is t for t in ctx._dirty) and out._grad_fn is None and out._requires_grad:

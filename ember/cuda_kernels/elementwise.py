@@ -14,6 +14,7 @@ from numba import cuda, int64
 from .. import opcodes as op
 from ..cpu_kernels.elementwise import BINARY, TERNARY, UNARY
 from .launch import collapse, device_meta, grid
+from .ndarray import to_device_operand
 from .scalar_ops import device_function
 from .storage import SUPPORTED_DTYPES, DeviceStorage
 
@@ -119,6 +120,7 @@ def _launch(arity: int, code: int, inputs: tuple[DeviceStorage, ...], out: Devic
     if code not in table:
         raise ValueError(f"unknown {('unary', 'binary', 'ternary')[arity - 1]} op code {code}")
     name = table[code]
+    inputs = tuple(to_device_operand(x) for x in inputs)  # numbers and 0-d host arrays become cached constants
     expanded = check_operands(name, inputs, out)
     if code in INTEGER_ONLY[arity] and any(x.dtype.kind == "f" for x in inputs):
         raise TypeError(f"{name}: not defined for floating-point inputs ({', '.join(str(x.dtype) for x in inputs)})")

@@ -32,7 +32,7 @@ from numba import cuda
 
 from .launch import collapse, grid
 
-__all__ = ["scatter", "index_range", "REDUCTIONS"]
+__all__ = ["scatter", "take", "index_range", "REDUCTIONS"]
 
 REDUCTIONS = ("assign", "sum", "prod", "amax", "amin")
 _SUM, _PROD, _AMAX, _AMIN = 1, 2, 3, 4  # positions in REDUCTIONS
@@ -126,6 +126,15 @@ def _run(storage, what: str):
     return copy, size, copy.offset, 1
 
 
+def _uploaded(array):
+    """Device storage as is; a host array (positions the tensor layer computed on the host) copied over."""
+    if isinstance(array, np.ndarray):
+        from .storage import DeviceStorage
+
+        return DeviceStorage.from_numpy(array)
+    return array
+
+
 def scatter(reduce: str, out, index, src) -> None:
     """``out[index[i]] (reduce)= src[i]`` for ``reduce`` in assign/sum/prod/amax/amin, as in index order.
 
@@ -134,6 +143,7 @@ def scatter(reduce: str, out, index, src) -> None:
     """
     if reduce not in REDUCTIONS:
         raise ValueError(f"scatter: reduce must be one of {REDUCTIONS}, got {reduce!r}")
+    index, src = _uploaded(index), _uploaded(src)
     dtype = np.dtype(out.dtype)
     if np.dtype(index.dtype) != np.int64:
         raise TypeError(f"scatter: index must be int64, got {index.dtype}")
@@ -172,3 +182,24 @@ def index_range(index) -> tuple[int, int]:
     _index_range[grid(n)](index.buffer, i_off, i_st, n, bounds)
     lo, hi = bounds.copy_to_host()
     return int(lo), int(hi)
+
+
+@cuda.jit
+def _take(src, index, n, out, o_off):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        out[o_off + i] = src[index[i]]
+
+
+def take(src, positions, out) -> None:
+    """``out.flat[i] = src.buffer[positions.flat[i]]``: a gather by buffer index (advanced indexing's core).
+
+    ``positions`` (int64, contiguous) holds indices into ``src``'s whole buffer, already checked by the caller;
+    ``out`` is C-contiguous with ``positions``' size."""
+    n = out.numel
+    if n == 0:
+        return
+    if not out.is_contiguous or not positions.is_contiguous or positions.numel != n:
+        raise ValueError(f"take: out {out} and positions {positions} must be contiguous and of one size")
+    blocks, threads = grid(n)
+    _take[blocks, threads](src.buffer, positions.buffer[positions.offset:positions.offset + n], n, out.buffer,
+                           out.offset)

@@ -14,17 +14,21 @@ from numba import config, cuda
 
 from ..cpu_kernels.layout import collapse as collapse_arrays
 
-__all__ = ["SIMULATOR", "THREADS", "MAX_BLOCKS", "REDUCE_THREADS", "TWO_PASS_MIN", "grid", "device_meta", "collapse"]
+__all__ = ["SIMULATOR", "THREADS", "MAX_BLOCKS", "REDUCE_THREADS", "TWO_PASS_MIN", "SERIAL_REDUCE_MIN_OUTPUTS", "SERIAL_REDUCE_MAX_EXTENT", "grid", "device_meta", "collapse"]
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
 # Threads per block of the elementwise kernels and the most blocks one launch uses.
 THREADS = 32 if SIMULATOR else 256
 MAX_BLOCKS = 4 if SIMULATOR else 4096
 # Threads per block of the reductions: a power of two, fixed at compile time (the shared-memory size).
-REDUCE_THREADS = 16 if SIMULATOR else 256
+REDUCE_THREADS = 4 if SIMULATOR else 256
 # A reduction with fewer outputs than MAX_BLOCKS splits each output over several blocks (two passes on the
 # device) once it reduces more than this many elements per output.
 TWO_PASS_MIN = 4 * REDUCE_THREADS
+# A reduction with at least this many outputs, each over at most this many elements, runs one thread per output
+# (no barriers: on a GPU the threads of a warp read neighbouring outputs; the simulator pays dearly per barrier).
+SERIAL_REDUCE_MIN_OUTPUTS = 8 if SIMULATOR else 1024
+SERIAL_REDUCE_MAX_EXTENT = 4096 if SIMULATOR else 64
 
 _META: OrderedDict = OrderedDict()
 _META_MAX = 4096

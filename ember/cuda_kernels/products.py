@@ -64,13 +64,36 @@ def _tiled_kernel(acc):
     return kernel
 
 
-_KERNELS = {"f": _tiled_kernel(np.float32), "d": _tiled_kernel(np.float64), "i": _tiled_kernel(np.int64)}
+def _plain_kernel(acc):
+    """One thread per output element, no shared memory: what the simulator runs fast (it pays tens of milliseconds
+    for every ``syncthreads``), used there once the tiled kernel would need more than ``SIMULATOR_TILE_STEPS``
+    tile steps."""
+
+    @cuda.jit
+    def kernel(a, a_off, a_st, b, b_off, b_st, out, o_off, o_st, batch, m, depth, n):
+        for e in range(cuda.grid(1), batch * m * n, cuda.gridsize(1)):
+            p = e // (m * n)
+            i = (e // n) % m
+            j = e % n
+            total = acc(0)
+            for k in range(depth):
+                total += a[a_off + p * a_st[0] + i * a_st[1] + k * a_st[2]] * b[b_off + p * b_st[0] + k * b_st[1]
+                                                                                 + j * b_st[2]]
+            out[o_off + p * o_st[0] + i * o_st[1] + j * o_st[2]] = total
+
+    return kernel
 
 
-def _kernel_for(dtype: np.dtype):
+_ACCUMULATORS = {"f": np.float32, "d": np.float64, "i": np.int64}
+_KERNELS = {key: _tiled_kernel(acc) for key, acc in _ACCUMULATORS.items()}
+_PLAIN = {key: _plain_kernel(acc) for key, acc in _ACCUMULATORS.items()} if SIMULATOR else {}
+SIMULATOR_TILE_STEPS = 16
+
+
+def _key(dtype: np.dtype) -> str:
     if dtype == np.float64:
-        return _KERNELS["d"]
-    return _KERNELS["f"] if dtype.kind == "f" else _KERNELS["i"]
+        return "d"
+    return "f" if dtype.kind == "f" else "i"
 
 
 def matmul(a, b, out) -> None:
@@ -87,7 +110,10 @@ def matmul(a, b, out) -> None:
     tiles = batch * -(-m // TILE) * -(-n // TILE)
     if tiles == 0:
         return
+    operands = (a.buffer, a.offset, tuple(a.strides), b.buffer, b.offset, tuple(b.strides),
+                out.buffer, out.offset, tuple(out.strides), batch, m, depth, n)
+    if SIMULATOR and tiles * -(-depth // TILE) > SIMULATOR_TILE_STEPS:
+        _PLAIN[_key(np.dtype(out.dtype))][grid(batch * m * n)](*operands)
+        return
     blocks, _ = grid(tiles, threads=1)
-    _kernel_for(np.dtype(out.dtype))[blocks, (TILE, TILE)](
-        a.buffer, a.offset, tuple(a.strides), b.buffer, b.offset, tuple(b.strides),
-        out.buffer, out.offset, tuple(out.strides), batch, m, depth, n)
+    _KERNELS[_key(np.dtype(out.dtype))][blocks, (TILE, TILE)](*operands)

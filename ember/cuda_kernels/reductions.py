@@ -111,7 +111,41 @@ def _make_reduce_kernel(fold, combine, acc_type, raw: bool, threads: int):
     return cuda.jit(kernel)
 
 
+def _make_serial_kernel(fold, acc_type, raw: bool):
+    """One thread folds one whole output (threads grid-stride over the outputs): no shared memory and no
+    barriers, the better plan when there are many outputs, each over a short reduced extent (a bias gradient
+    summed over the batch, say)."""
+
+    def convert(v):
+        return v if raw else acc_type(v)
+
+    convert = cuda.jit(device=True)(convert)
+
+    def kernel(n_out, red_n, outer_shape, outer_strides, outer_offsets, red_shape, red_strides, init, x, out):
+        pos = cuda.local.array(2, int64)
+        rpos = cuda.local.array(1, int64)
+        zero = cuda.local.array(1, int64)
+        zero[0] = 0
+        for o in range(cuda.grid(1), n_out, cuda.gridsize(1)):
+            locate(o, outer_shape, outer_strides, outer_offsets, pos)
+            t = init
+            for r in range(red_n):
+                locate(r, red_shape, red_strides, zero, rpos)
+                t = fold(t, convert(x[pos[0] + rpos[0]]))
+            out[pos[1]] = t
+
+    return cuda.jit(kernel)
+
+
 _KERNELS: dict = {}
+
+
+def _serial_kernel(code: int, acc: np.dtype):
+    key = ("serial", code, acc)
+    found = _KERNELS.get(key)
+    if found is None:
+        found = _KERNELS[key] = _make_serial_kernel(_step(_STEPS[code][0]), from_dtype(acc), code in _RAW)
+    return found
 
 
 def _kernel(code: int, acc: np.dtype, second_pass: bool):
@@ -155,6 +189,9 @@ def _launch_reduce(code: int, x: DeviceStorage, dims: tuple[int, ...], out: Devi
         chunks = max(1, min(launch.MAX_BLOCKS // n_out, -(-red_n // threads)))
     meta = (device_meta(outer_shape), device_meta((sx, so)), device_meta((x.offset, out.offset)),
             device_meta(red_shape), device_meta((sr,)))
+    if n_out >= launch.SERIAL_REDUCE_MIN_OUTPUTS and red_n <= launch.SERIAL_REDUCE_MAX_EXTENT:
+        _serial_kernel(code, acc)[launch.grid(n_out)](n_out, red_n, *meta, init, x.buffer, out.buffer)
+        return
     blocks = min(launch.MAX_BLOCKS, n_out * chunks)
     if chunks == 1:
         _kernel(code, acc, False)[blocks, threads](n_out, 1, red_n, *meta, init, x.buffer, out.buffer)

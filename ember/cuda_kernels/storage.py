@@ -14,11 +14,13 @@ from typing import Sequence
 import numpy as np
 from numba import cuda
 
+from .ndarray import NdarrayProtocol, to_device_operand
+
 __all__ = ["DeviceStorage", "SUPPORTED_DTYPES", "c_strides"]
 
-# dtypes the CUDA kernels handle (float16 is not among them yet).
+# dtypes the CUDA kernels handle (float16 is not among them yet); uint32 holds dropout's random bits.
 SUPPORTED_DTYPES = frozenset(np.dtype(t) for t in (
-    np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64))
+    np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint32, np.float32, np.float64))
 
 
 def c_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -37,7 +39,7 @@ def _check_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-class DeviceStorage:
+class DeviceStorage(NdarrayProtocol):
     """A strided view of a flat device buffer (see the module docstring)."""
 
     __slots__ = ("buffer", "shape", "strides", "offset", "dtype")
@@ -90,7 +92,7 @@ class DeviceStorage:
         item = self.dtype.itemsize
         view = np.lib.stride_tricks.as_strided(host[self.offset - lo:], self.shape,
                                                tuple(s * item for s in self.strides))
-        return np.ascontiguousarray(view)
+        return view.copy()  # C-contiguous; keeps 0-d arrays 0-d (ascontiguousarray would not)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -217,6 +219,9 @@ class DeviceStorage:
         """Write ``other`` (broadcast to this shape, cast to this dtype) into this view, any layouts."""
         from .elementwise import unary
         from .. import opcodes as op
+        if not isinstance(other, DeviceStorage):  # an explicit host-to-device copy
+            host = np.asarray(other)
+            other = DeviceStorage.from_numpy(host) if host.size > 1 else to_device_operand(host)
         unary(op.COPY, other, self)
 
     def contiguous(self) -> DeviceStorage:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..tensor.dtypes import get_default_dtype
 from ..tensor.tensor import Tensor
+from ..tensor._dispatch import ascontiguous, family
 
 __all__ = ["apply_update", "advance_step", "new_step", "zeros_state", "to_scalar", "EMPTY"]
 
@@ -34,6 +35,8 @@ def apply_update(kernel: Callable[..., None], param: Tensor, grad: Tensor, buffe
     """
     p = param._array
     g = grad._array
+    if type(p) is not np.ndarray:  # the same update from the parameter's backend
+        kernel = getattr(family("optim_updates", p), kernel.__name__)
     shape = p.shape
     dtype = p.dtype
     fast = dtype in _FAST and p.flags.c_contiguous and g.dtype == dtype and g.flags.c_contiguous
@@ -65,11 +68,11 @@ def _apply_slow(kernel: Callable[..., None], p: np.ndarray, g: np.ndarray, buffe
     """Copy into contiguous work arrays of the compute dtype, run, copy the results back."""
     work_dtype = _work_dtype(p.dtype)
     targets = [p] + [b._array for b in buffers if b is not None]
-    works = [np.ascontiguousarray(a, dtype=work_dtype).reshape(-1) for a in targets]
+    works = [ascontiguous(a, dtype=work_dtype).reshape(-1) for a in targets]
     flat_buffers, it = [], iter(works[1:])
     for b in buffers:
         flat_buffers.append(EMPTY[work_dtype] if b is None else next(it))
-    flat_grad = np.ascontiguousarray(g, dtype=work_dtype).reshape(-1)
+    flat_grad = ascontiguous(g, dtype=work_dtype).reshape(-1)
     kernel(works[0], flat_grad, *flat_buffers, *scalars)
     for target, work in zip(targets, works):
         if not np.shares_memory(target, work):
@@ -78,7 +81,7 @@ def _apply_slow(kernel: Callable[..., None], p: np.ndarray, g: np.ndarray, buffe
 
 def zeros_state(param: Tensor, fill: float = 0.0) -> Tensor:
     """A state buffer shaped and typed like ``param`` (C-contiguous), filled with ``fill``."""
-    return Tensor._make(np.full(param._array.shape, fill, dtype=param._array.dtype))
+    return Tensor._make(np.full(param._array.shape, fill, dtype=param._array.dtype, like=param._array))
 
 
 def new_step(value: float = 0.0) -> Tensor:

@@ -1,6 +1,7 @@
 """Shared plumbing of the tensor ops: backend choice, operands, broadcasting, grad reduction."""
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -11,8 +12,72 @@ from .tensor import Tensor
 
 
 def backend(*operands: Any):
-    """The kernel module (an ``ember.backend.Backend``) for the operands' device (the CPU until CUDA lands)."""
-    return cpu_kernels
+    """The kernel module (an ``ember.backend.Backend``) for the operands' device.
+
+    CUDA tensors may meet Python numbers and 0-d CPU tensors (as in torch); any other CPU tensor in the same op
+    is torch's "Expected all tensors to be on the same device" RuntimeError."""
+    found = None
+    for x in operands:
+        if isinstance(x, Tensor) and type(x._array) is not np.ndarray:
+            found = x
+            break
+    if found is None:
+        return cpu_kernels
+    for x in operands:
+        if isinstance(x, Tensor) and x._array.ndim and x.device != found.device:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{found.device} and {x.device}!")
+    from .. import cuda_kernels
+
+    return cuda_kernels
+
+
+def ascontiguous(array: Any, dtype: Any = None) -> Any:
+    """``np.ascontiguousarray`` for NumPy arrays and device storage alike (NumPy's own would copy device storage
+    to the host, which device storage refuses)."""
+    if type(array) is np.ndarray or not hasattr(array, "__ember_device_array__"):
+        return np.ascontiguousarray(array, dtype=dtype)
+    array = array.contiguous()
+    return array if dtype is None or array.dtype == np.dtype(dtype) else array.astype(dtype)
+
+
+def copy_array(array: Any, order: str = "C") -> Any:
+    """A copy that shares nothing (``np.array(a, copy=True)``), on the array's device; device copies are C order."""
+    if type(array) is np.ndarray:
+        return np.array(array, order=order, copy=True)
+    return array.copy()
+
+
+_FAMILIES: dict[tuple[str, str], Any] = {}
+
+
+def _backend_name(operands: tuple) -> str:
+    for x in operands:
+        array = x._array if isinstance(x, Tensor) else x
+        if type(array) is not np.ndarray and hasattr(array, "__ember_device_array__"):
+            return "cuda_kernels"
+    return "cpu_kernels"
+
+
+def array_backend(*arrays: Any):
+    """The kernel module of the backend raw arrays (NumPy arrays or device storage) live on."""
+    return family("", *arrays)
+
+
+def family(name: str, *operands: Any):
+    """Kernel family ``name`` (a key of ``ember.backend.KERNEL_FAMILIES``; "" for the core contract) of the
+    backend the operands (tensors or arrays) live on."""
+    backend_name = _backend_name(operands)
+    found = _FAMILIES.get((backend_name, name))
+    if found is None:
+        module = f"ember.{backend_name}.{name}" if name else f"ember.{backend_name}"
+        found = _FAMILIES[(backend_name, name)] = importlib.import_module(module)
+    return found
+
+
+def on_device(array: Any) -> bool:
+    """Whether an array is device storage rather than a NumPy array."""
+    return type(array) is not np.ndarray
 
 
 def shape_of(x: Any) -> tuple[int, ...] | None:
@@ -65,10 +130,14 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...] | None) -> Tensor | None:
     return grad.reshape(shape)
 
 
-def empty_like_layout(template: np.ndarray | None, shape: tuple[int, ...], dt: dtypes.dtype) -> np.ndarray:
-    """A new array of ``shape``; keeps ``template``'s memory order (e.g. channels_last) when shapes agree."""
+def empty_like_layout(template: np.ndarray | None, shape: tuple[int, ...], dt: dtypes.dtype,
+                      like: Any = None) -> np.ndarray:
+    """A new array of ``shape`` on ``like``'s device (the CPU when None); keeps ``template``'s memory order
+    (e.g. channels_last) when shapes agree."""
     if template is not None and template.shape == shape and template.ndim > 1:
         return np.empty_like(template, dtype=dt.np, order="K")
+    if like is not None and type(like) is not np.ndarray:
+        return np.empty(shape, dtype=dt.np, like=like)
     return np.empty(shape, dtype=dt.np)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from . import dtypes
-from ._dispatch import broadcast_shapes, sum_to_shape
+from ._dispatch import ascontiguous, broadcast_shapes, sum_to_shape
 from .elementwise import _dtype_name, binary, mul, where
 from .matmul import matmul
 from .tensor import Tensor, _wrap_dim
@@ -341,7 +341,7 @@ class Cdist(Function):
             out = d.max(-1, initial=0)
         else:
             out = (d ** p).sum(-1) ** (1.0 / p)
-        result = Tensor._make(np.ascontiguousarray(out, dtype=x1._array.dtype))
+        result = Tensor._make(ascontiguous(out, dtype=x1._array.dtype))
         ctx.p = p
         ctx.save_for_backward(x1, x2, result)
         return result

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..autograd.function import Function
 from . import dtypes
-from .device import as_device, device as device_type
+from ._dispatch import copy_array
+from .device import as_device, device as device_type, place
 from .tensor import Tensor
 
 
@@ -29,7 +30,7 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return np.array(x._array, order="K", copy=True)
+        return copy_array(x._array, order="K")
 
     @staticmethod
     def backward(ctx, g):
@@ -59,14 +60,42 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any]:
     return dev, dt
 
 
+class ToDevice(Function):
+    """A copy on another device; the gradient goes back to the source device."""
+
+    @staticmethod
+    def forward(ctx, x, dev):
+        ctx.source = x.device
+        return place(x._array, dev)
+
+    @staticmethod
+    def backward(ctx, g):
+        return to(g, ctx.source), None
+
+
 def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """Convert dtype and/or device; returns ``input`` itself when nothing changes (unless copy=True)."""
+    """Convert dtype and/or device; returns ``input`` itself when nothing changes (unless copy=True).
+
+    ``non_blocking`` is accepted; copies are synchronous (always safe to read right after)."""
     dev, dt = _parse_to(args, kwargs)
-    as_device(dev)
+    target_device = input.device if dev is None else as_device(dev)
     target = dtypes.to_dtype(dt) if dt is not None else input.dtype
-    if target is input.dtype:
+    if target is input.dtype and target_device == input.device:
         return clone(input) if kwargs.get("copy") else input
-    return Cast.apply(input, target)
+    result = input
+    if target_device != input.device:
+        result = ToDevice.apply(result, target_device)
+    return result if target is result.dtype else Cast.apply(result, target)
+
+
+def cpu(input: Tensor, memory_format: Any = None) -> Tensor:
+    """This tensor on the CPU (itself when already there)."""
+    return to(input, "cpu")
+
+
+def cuda(input: Tensor, device: Any = None, non_blocking: bool = False, memory_format: Any = None) -> Tensor:
+    """This tensor on a CUDA device (the current one by default; an int is a device index)."""
+    return to(input, "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
 
 
 def _caster(dt: dtypes.dtype):
@@ -105,7 +134,7 @@ class CopyInto(Function):
                 f"output with shape {list(dst.shape)} doesn't match the broadcast shape "
                 f"{list(broadcast_shapes(dst.shape, src.shape))}"
             )
-        ctx.src_shape, ctx.src_dtype = src.shape, src.dtype
+        ctx.src_shape, ctx.src_dtype, ctx.src_device = src.shape, src.dtype, src.device
         out = np.empty_like(dst._array)
         np.copyto(out, src._array, casting="unsafe")
         return out
@@ -114,7 +143,7 @@ class CopyInto(Function):
     def backward(ctx, g):
         from ._dispatch import sum_to_shape
 
-        return None, sum_to_shape(g, ctx.src_shape).to(ctx.src_dtype)
+        return None, sum_to_shape(g, ctx.src_shape).to(ctx.src_device, ctx.src_dtype)
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
@@ -150,7 +179,7 @@ def _new(factory_name: str):
     def new(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
         from . import creation
 
-        return getattr(creation, factory_name)(*size, dtype=dtype or self.dtype, device=device,
+        return getattr(creation, factory_name)(*size, dtype=dtype or self.dtype, device=device or self.device,
                                                requires_grad=requires_grad)
 
     new.__doc__ = f"``{factory_name}`` with this tensor's dtype by default."
@@ -167,7 +196,8 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, dev
     """``full`` with this tensor's dtype by default."""
     from .creation import full
 
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
 
 
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
@@ -175,4 +205,4 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None
     """``tensor(data)`` with this tensor's dtype by default."""
     from .creation import tensor
 
-    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)

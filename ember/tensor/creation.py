@@ -7,13 +7,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import dtypes
-from .device import as_device
+from .device import CPU, allocate, as_device, place
 from .tensor import Size, Tensor
 from .out_arg import with_out
 
 
-def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
-    t = Tensor._make(array)
+def _finish(array: np.ndarray, requires_grad: bool, device: Any = CPU) -> Tensor:
+    t = Tensor._make(place(array, device))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -62,22 +62,26 @@ def _to_numpy(data: Any) -> np.ndarray:
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor that copies ``data`` (nested lists, numbers, NumPy arrays or tensors)."""
-    as_device(device)
+    if isinstance(data, Tensor):  # a copy on the tensor's device unless told otherwise
+        dev = data.device if device is None else as_device(device)
+        dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
+        return _finish(place(data._array, dev).astype(dt.np), requires_grad, dev)
+    device = as_device(device)
     array = _to_numpy(data)
     if array.dtype == object or array.dtype.kind not in "biuf":
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(data, array)
-    return _finish(np.array(array, dtype=dt.np, copy=True), requires_grad)
+    return _finish(np.array(array, dtype=dt.np, copy=True), requires_grad, device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor over ``data`` without copying when it already is a tensor or array of that dtype."""
-    as_device(device)
     if isinstance(data, Tensor):
-        return data if dtype is None or dtypes.to_dtype(dtype) is data.dtype else data.to(dtypes.to_dtype(dtype))
-    if isinstance(data, np.ndarray) and (dtype is None or dtypes.to_dtype(dtype).np == data.dtype):
+        return data.to(device=device, dtype=dtype)
+    device = as_device(device)
+    if device is CPU and isinstance(data, np.ndarray) and (dtype is None or dtypes.to_dtype(dtype).np == data.dtype):
         return from_numpy(data)
-    return tensor(data, dtype=dtype)
+    return tensor(data, dtype=dtype, device=device)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -91,11 +95,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def _filled(size: Sequence[Any], op: str, value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
-    as_device(device)
+    device = as_device(device)
     shape = _size_arg(size, op)
     dt = _dtype_or_default(dtype)
-    array = np.empty(shape, dtype=dt.np) if value is None else np.full(shape, value, dtype=dt.np)
-    return _finish(array, requires_grad)
+    return _finish(allocate(shape, dt.np, device, value), requires_grad, device)
 
 
 @with_out
@@ -136,25 +139,29 @@ def _like(input: Tensor, dtype: Any) -> dtypes.dtype:
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
     """Zeros of ``input``'s shape and dtype."""
-    return zeros(input.shape, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+    return zeros(input.shape, dtype=_like(input, dtype), device=device or input.device,
+                 requires_grad=requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
     """Ones of ``input``'s shape and dtype."""
-    return ones(input.shape, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+    return ones(input.shape, dtype=_like(input, dtype), device=device or input.device,
+                 requires_grad=requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
     """Uninitialised, of ``input``'s shape and dtype."""
-    return empty(input.shape, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+    return empty(input.shape, dtype=_like(input, dtype), device=device or input.device,
+                 requires_grad=requires_grad)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """``fill_value`` in ``input``'s shape and dtype."""
-    return full(input.shape, fill_value, dtype=_like(input, dtype), device=device, requires_grad=requires_grad)
+    return full(input.shape, fill_value, dtype=_like(input, dtype), device=device or input.device,
+                requires_grad=requires_grad)
 
 
 def _number(x: Any) -> Any:
@@ -164,7 +171,7 @@ def _number(x: Any) -> Any:
 def arange(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` every ``step``."""
-    as_device(device)
+    device = as_device(device)
     start, end, step = _number(start), _number(end), _number(step)
     if end is None:
         start, end = 0, start
@@ -180,41 +187,41 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None,
         dt = dtypes.to_dtype(dtype)
     count = max(0, math.ceil((end - start) / step))
     array = (start + step * np.arange(count, dtype=np.float64 if dt.is_floating_point else np.int64)).astype(dt.np)
-    return _finish(array, requires_grad)
+    return _finish(array, requires_grad, device)
 
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    as_device(device)
+    device = as_device(device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype_or_default(dtype)
     array = np.linspace(_number(start), _number(end), int(steps), dtype=np.float64)
     if not dt.is_floating_point:
         array = np.trunc(array)
-    return _finish(array.astype(dt.np), requires_grad)
+    return _finish(array.astype(dt.np), requires_grad, device)
 
 
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``base`` raised to ``steps`` evenly spaced exponents."""
-    as_device(device)
+    device = as_device(device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype_or_default(dtype)
     array = np.power(float(base), np.linspace(_number(start), _number(end), int(steps), dtype=np.float64))
-    return _finish(array.astype(dt.np), requires_grad)
+    return _finish(array.astype(dt.np), requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     """The ``n`` x ``m`` identity matrix."""
-    as_device(device)
+    device = as_device(device)
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {min(n, m)}")
-    return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).np), requires_grad)
+    return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).np), requires_grad, device)
 
 
 def _legacy_constructor(self: Tensor, *args: Any, **kwargs: Any) -> None:

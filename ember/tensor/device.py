@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 class device:
     """A device such as ``device("cpu")`` or ``device("cuda", 0)``; compares equal to its string form."""
@@ -54,19 +56,61 @@ class device:
 
 
 CPU = device("cpu")
+_CUDA_DEVICES: dict[int, device] = {}
+
+
+def cuda_device(index: int) -> device:
+    """The (shared) ``device("cuda", index)`` object."""
+    found = _CUDA_DEVICES.get(index)
+    if found is None:
+        found = _CUDA_DEVICES[index] = device("cuda", index)
+    return found
 
 
 def as_device(value: Any) -> device:
-    """Normalise a ``device=`` argument; only the CPU has storage until CUDA support lands."""
+    """Normalise a ``device=`` argument (None is the CPU); a CUDA request initialises CUDA or explains why not."""
     if value is None:
         return CPU
+    if type(value) is device and (value.type == "cpu" or value.index is not None and value in _CUDA_DEVICES.values()):
+        return value
     dev = value if isinstance(value, device) else device(value)
     if dev.type == "cuda":
         from .. import cuda
 
         cuda._lazy_init()  # without numba-cuda or a GPU: the error that says how to install GPU support
-        raise RuntimeError(f"ember: tensors on '{dev}' are not supported yet: ember.cuda and its kernels work, "
-                           "but Tensor storage on the GPU is still being built (see the README)")
+        index = cuda.current_device() if dev.index is None else dev.index
+        if not 0 <= index < cuda.device_count():
+            raise RuntimeError(f"CUDA error: invalid device ordinal (device '{dev}' requested, "
+                               f"{cuda.device_count()} device(s) available)")
+        return cuda_device(index)
     if dev.type != "cpu":
-        raise RuntimeError(f"ember: device '{dev}' is not available; ember runs tensors on the CPU")
+        raise RuntimeError(f"ember: device '{dev}' is not available; ember runs tensors on the CPU and CUDA")
     return CPU
+
+
+def array_device(array: Any) -> device:
+    """Where an array lives: the CPU for a NumPy array, else the CUDA device of device storage."""
+    return CPU if type(array) is np.ndarray else cuda_device(array.device_index)
+
+
+def place(array: Any, dev: device) -> Any:
+    """``array`` on ``dev`` (copied across devices, returned as is when already there)."""
+    if dev.type == "cpu":
+        return array if type(array) is np.ndarray else array.to_numpy()
+    if type(array) is not np.ndarray:
+        return array
+    from ..cuda_kernels import DeviceStorage
+
+    return DeviceStorage.from_numpy(array)
+
+
+def allocate(shape: tuple[int, ...], dtype: np.dtype, dev: device, fill: Any = None) -> Any:
+    """A new C-contiguous array on ``dev``, filled with ``fill`` unless it is None."""
+    if dev.type == "cpu":
+        return np.empty(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
+    from ..cuda_kernels import DeviceStorage
+
+    array = DeviceStorage.empty(shape, dtype)
+    if fill is not None:
+        array.fill(fill)
+    return array

@@ -15,7 +15,8 @@ from .. import opcodes as op
 from ..autograd.function import Function, FunctionCtx
 from ..autograd.grad_mode import is_grad_enabled
 from . import dtypes
-from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, shape_of, sum_to_shape
+from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, on_device, shape_of, \
+    sum_to_shape
 from .tensor import Tensor, _check_inplace
 
 # How an op types its result.
@@ -52,7 +53,7 @@ def _run(kernel: Callable, code: int, arrays: list[np.ndarray], shape: tuple[int
     """Run ``kernel(code, *arrays, out)`` into a fresh array, converting from the compute dtype if needed."""
     template = next((a for a in arrays if a.shape == shape), None)
     store_dt = dtypes.bool if rdt is dtypes.bool else cdt
-    result = empty_like_layout(template, shape, store_dt)
+    result = empty_like_layout(template, shape, store_dt, like=next((a for a in arrays if on_device(a)), None))
     kernel(code, *arrays, result)
     return result if store_dt is rdt else result.astype(rdt.np)
 
@@ -170,9 +171,9 @@ def unary(name: str, x: Any) -> Tensor:
 def _predicate(code: int, x: Tensor, integer_value: bool) -> Tensor:
     """isnan/isinf/...: bool results with no gradient; integers have a fixed answer."""
     if not x.dtype.is_floating_point:
-        return Tensor._make(np.full(x._array.shape, integer_value, dtype=np.bool_))
+        return Tensor._make(np.full(x._array.shape, integer_value, dtype=np.bool_, like=x._array))
     arr = as_array(x, compute_dtype(x.dtype))
-    out = np.empty(arr.shape, dtype=np.bool_)
+    out = np.empty(arr.shape, dtype=np.bool_, like=arr)
     backend(x).unary(code, arr, out)
     return Tensor._make(out)
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from . import dtypes, views
-from ._dispatch import backend, broadcast_shapes, sum_to_shape
+from ._dispatch import ascontiguous, backend, broadcast_shapes, copy_array, sum_to_shape
 from .conversion import copy_
 from .elementwise import _dtype_name, inplace, where as _where3
 from .tensor import Tensor, _wrap_dim
@@ -65,7 +65,7 @@ def _classify(item: Any, ints_select: bool) -> tuple[str, Any]:
             raise ValueError("step must be greater than zero")
         return "slice", item
     if isinstance(item, Tensor):
-        arr = item._array
+        arr = item._array if type(item._array) is np.ndarray else item._array.to_numpy()  # indices checked on host
         if arr.dtype == np.bool_ or arr.dtype == np.uint8:
             return ("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr.astype(np.bool_, copy=False))
         if arr.dtype not in (np.int64, np.int32):
@@ -196,7 +196,7 @@ class IndexGet(Function):
     @staticmethod
     def forward(ctx, x: Tensor, key: Key):
         ctx.key, ctx.shape = key, x.shape
-        return np.ascontiguousarray(x._array[key])
+        return ascontiguous(x._array[key])
 
     @staticmethod
     def backward(ctx, g: Tensor):
@@ -214,7 +214,7 @@ class IndexPut(Function):
         except ValueError:
             raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to "
                                f"indexing result of shape {list(target)}") from None
-        out = np.array(x._array, order="C", copy=True)
+        out = copy_array(x._array)
         if accumulate:
             backend(x).scatter("sum", out.reshape(-1), _positions(x.shape, key), vals)
         else:
@@ -286,7 +286,7 @@ def _index_array(op: str, index: Any, allowed: tuple = (np.int64, np.int32), mes
     """The index tensor's array as int64, or torch's error when it is not an allowed integer tensor."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    arr = index._array
+    arr = index._array if type(index._array) is np.ndarray else index._array.to_numpy()  # checked on the host
     if arr.dtype not in allowed:
         raise dtype_error(message or f"{op}(): Expected dtype int32/int64 for index")
     return arr.astype(np.int64, copy=False)
@@ -545,7 +545,7 @@ class ScatterReduce(Function):
     def forward(ctx, x: Tensor, dim: int, index: np.ndarray, src: Any, reduce: str, include_self: bool,
                 index_tensor: Tensor):
         shape = x._array.shape or (1,)
-        out = np.array(x._array.reshape(shape), order="C", copy=True)
+        out = copy_array(x._array.reshape(shape))
         flat = out.reshape(-1)
         pos = _scatter_positions(shape, dim, index)
         if isinstance(src, Tensor):

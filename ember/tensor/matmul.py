@@ -39,7 +39,7 @@ class MatMul(Function):
         count = math.prod(batch)
         a3 = np.broadcast_to(a._array, batch + (m, k)).reshape(count, m, k)
         b3 = np.broadcast_to(b._array, batch + (k, n)).reshape(count, k, n)
-        out = np.empty((a3.shape[0], m, n), dtype=a._array.dtype)
+        out = np.empty((a3.shape[0], m, n), dtype=a._array.dtype, like=a3)
         backend(a, b).matmul(a3, b3, out)
         if ctx.needs_input_grad:
             ctx.save_for_backward(a, b)

@@ -39,12 +39,14 @@ def dim_order(fmt: Any, ndim: int) -> tuple[int, ...]:
 def is_contiguous_as(a: np.ndarray, fmt: Any = None) -> bool:
     """Whether ``a``'s strides are the dense strides of ``fmt`` (size-1 dims may have any stride)."""
     fmt = contiguous_format if fmt is None else fmt
+    if type(a) is not np.ndarray and fmt is contiguous_format:
+        return a.is_contiguous
     if fmt not in _ORDERS and fmt is not contiguous_format:
         raise RuntimeError(f"is_contiguous: unsupported memory format {fmt}")
     if fmt in _ORDERS and len(_ORDERS[fmt]) != a.ndim:
         return False
     order = dim_order(fmt, a.ndim)
-    item = a.itemsize
+    item = a.itemsize if type(a) is np.ndarray else 1  # device storage keeps element strides
     expected = 1
     for d in reversed(order):
         n = a.shape[d]
@@ -54,9 +56,9 @@ def is_contiguous_as(a: np.ndarray, fmt: Any = None) -> bool:
     return True
 
 
-def empty_in_format(shape: tuple[int, ...], np_dtype: Any, fmt: Any) -> np.ndarray:
-    """An uninitialised array of logical ``shape`` laid out in memory format ``fmt``."""
+def empty_in_format(shape: tuple[int, ...], np_dtype: Any, fmt: Any, like: Any = None) -> np.ndarray:
+    """An uninitialised array of logical ``shape`` laid out in memory format ``fmt`` (on ``like``'s device)."""
     order = dim_order(fmt, len(shape))
-    physical = np.empty([shape[d] for d in order], dtype=np_dtype)
+    physical = np.empty([shape[d] for d in order], dtype=np_dtype, like=like)
     inverse = np.argsort(order)
     return physical.transpose(inverse)

@@ -137,8 +137,8 @@ def bind() -> None:
         setattr(Tensor, name, _method(getattr(random_ops, name), name))
     Tensor.bernoulli = _method(random_ops.bernoulli, "bernoulli")
     Tensor.multinomial = _method(random_ops.multinomial, "multinomial")
-    Tensor.cpu = _method(lambda self, memory_format=None: self, "cpu")
-    Tensor.cuda = _method(lambda self, device=None, non_blocking=False: conversion.to(self, "cuda"), "cuda")
+    Tensor.cpu = _method(conversion.cpu, "cpu")
+    Tensor.cuda = _method(conversion.cuda, "cuda")
     from .. import linalg
 
     for module in (sorting, linalg, indexing, joins, contractions):

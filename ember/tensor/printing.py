@@ -201,10 +201,10 @@ def _append_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 
 def tensor_repr(t: Any) -> str:
     """What ``repr`` shows for an ember tensor: PyTorch's text with ``ember.`` dtype names."""
-    array = np.asarray(t._array)
+    array = t._array if type(t._array) is np.ndarray else t._array.to_numpy()
     dtype_name = t.dtype.name
     default_name = get_default_dtype().name
-    suffixes = []
+    suffixes = [] if t.device.type == "cpu" else [f"device='{t.device}'"]
     if array.size == 0:
         # No values to infer the dtype from, so only the default float one is implied.
         body = "[]"

@@ -17,6 +17,7 @@ import numpy as np
 
 from .device import as_device
 from .tensor import Tensor
+from ._dispatch import ascontiguous
 
 # torch's default_rng_seed_val: the seed every fresh process starts from.
 DEFAULT_SEED = 67280421310721
@@ -88,7 +89,7 @@ class Generator:
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state._array.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        raw = np.ascontiguousarray(new_state._array).reshape(-1).tobytes()
+        raw = ascontiguous(new_state._array).reshape(-1).tobytes()
         if len(raw) != _STATE_LAYOUT.size:
             raise RuntimeError(
                 f"Expected a CPUGeneratorImplState of size {_STATE_LAYOUT.size} but found the input "

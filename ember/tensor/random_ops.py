@@ -24,7 +24,7 @@ import numpy as np
 from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
-from .device import as_device
+from .device import as_device, place
 from .memory_format import empty_in_format, preserve_format
 from .tensor import Tensor, _check_inplace
 
@@ -98,6 +98,11 @@ def _np_generator(op: str, generator: Any) -> np.random.Generator:
     return generator._np
 
 
+def _host(array: Any) -> np.ndarray:
+    """A host view or copy of an array parameter of a sampler (probabilities, means)."""
+    return array if type(array) is np.ndarray else array.to_numpy()
+
+
 def _resolve_dtype(dtype: Any, default: dtypes.dtype) -> dtypes.dtype:
     return default if dtype is None else dtypes.to_dtype(dtype)
 
@@ -114,11 +119,11 @@ def _empty_like(op: str, input: Any, dtype: Any, device: Any, memory_format: Any
     """An uninitialised array shaped like ``input``, keeping its stride order under preserve_format."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    as_device(device)
+    dev = input.device if device is None else as_device(device)
     np_dtype = _resolve_dtype(dtype, input.dtype).np
-    if memory_format is preserve_format:
-        return np.empty_like(input._array, dtype=np_dtype, order="K")
-    return empty_in_format(input._array.shape, np_dtype, memory_format)
+    if memory_format is preserve_format and type(input._array) is np.ndarray:
+        return np.empty_like(input._array, dtype=np_dtype, order="K"), dev
+    return empty_in_format(input._array.shape, np_dtype, memory_format), dev
 
 
 def _fmt(x: float) -> str:
@@ -291,7 +296,12 @@ def _fill_cauchy(op: str, a: np.ndarray, median: float, sigma: float, gen: np.ra
 def _inplace(op: str, t: Tensor, fill: Callable, generator: Any, *params: Any) -> Tensor:
     """Run ``fill`` on ``t``'s storage as an in-place op: autograd's leaf check, then a version bump."""
     _check_inplace(t, op)
-    fill(op, t._array, *params, _np_generator(op, generator))
+    if type(t._array) is np.ndarray:
+        fill(op, t._array, *params, _np_generator(op, generator))
+    else:  # sampled on the host from the same generator, then copied to the device
+        host = np.empty(t._array.shape, t._array.dtype)
+        fill(op, host, *params, _np_generator(op, generator))
+        t._array.copy_from(host)
     t._version.value += 1
     return t
 
@@ -311,7 +321,7 @@ def normal_(t: Tensor, mean: float = 0, std: float = 1, *, generator: Any = None
 def bernoulli_(t: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     """Fill ``t`` with 0/1 draws, 1 with probability ``p`` (a number or a tensor that expands to ``t``)."""
     if isinstance(p, Tensor):
-        p = p._array.astype(np.float64)
+        p = _host(p._array).astype(np.float64)
     return _inplace("bernoulli_", t, _fill_bernoulli, generator, p)
 
 
@@ -350,15 +360,19 @@ def cauchy_(t: Tensor, median: float = 0, sigma: float = 1, *, generator: Any = 
 
 # -- new tensors ----------------------------------------------------------------------
 
-def _sample(op: str, array: np.ndarray, requires_grad: bool, generator: Any, fill: Callable, *params: Any) -> Tensor:
-    """Fill a new array and wrap it: the shared body of every out-of-place sampler."""
+def _sample(op: str, target: tuple[np.ndarray, Any], requires_grad: bool, generator: Any, fill: Callable,
+            *params: Any) -> Tensor:
+    """Fill a new host array, move it to its device and wrap it: the body of every out-of-place sampler.
+
+    CUDA tensors are sampled on the host from the same generator as CPU ones (so a seed gives the same values
+    on both devices) and copied over."""
+    array, dev = target
     fill(op, array, *params, _np_generator(op, generator))
-    return _finish(array, requires_grad)
+    return _finish(place(array, dev), requires_grad)
 
 
-def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: Any) -> np.ndarray:
-    as_device(device)
-    return np.empty(shape, dtype.np)
+def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: Any) -> tuple[np.ndarray, Any]:
+    return np.empty(shape, dtype.np), as_device(device)
 
 
 def rand(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, device: Any = None,
@@ -414,7 +428,7 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = _resolve_dtype(dtype, dtypes.int64)
-    as_device(device)
+    device = as_device(device)
     if dt is dtypes.bool:
         raise NotImplementedError("\"randperm\" not implemented for 'Bool' (randperm)")
     if dt.is_floating_point:
@@ -424,7 +438,7 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     elif n > 0 and n - 1 > np.iinfo(dt.np).max:
         raise RuntimeError(f"value cannot be converted to type {dt.np.name}_t without overflow")
     perm = _np_generator("randperm", generator).permutation(n).astype(dt.np)
-    return _finish(perm, requires_grad)
+    return _finish(place(perm, device), requires_grad)
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, dtype: Any = None,
@@ -446,11 +460,11 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
         return _sample("normal", array, requires_grad, generator, _fill_normal, mean, std)
     if size is not None or dtype is not None:
         raise TypeError("normal(): size and dtype are only accepted with float mean and std; tensors set them")
-    as_device(device)
+    device = tensors[0].device if device is None else as_device(device)
     dt = tensors[0].dtype  # torch samples in mean's dtype (std's when mean is a number)
     shape = broadcast_shapes(*(t._array.shape for t in tensors))
-    mean, std = (x._array if isinstance(x, Tensor) else x for x in (mean, std))
-    return _sample("normal", np.empty(shape, dt.np), requires_grad, generator, _fill_normal, mean, std)
+    mean, std = (_host(x._array) if isinstance(x, Tensor) else x for x in (mean, std))
+    return _sample("normal", (np.empty(shape, dt.np), device), requires_grad, generator, _fill_normal, mean, std)
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
@@ -458,7 +472,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -
     array = _empty_like("bernoulli", input, None, None, preserve_format)
     if p is None:
         _require_float(input._array, "bernoulli_tensor_cpu_p_", "bernoulli")
-        p = input._array.astype(np.float64)
+        p = _host(input._array).astype(np.float64)
     return _sample("bernoulli", array, False, generator, _fill_bernoulli, p)
 
 

@@ -45,7 +45,7 @@ def _reduce_array(code: int, x: Tensor, dims: tuple[int, ...], keepdim: bool, ou
     if arr.dtype == np.float16:
         arr = arr.astype(np.float32)
     store = compute_dtype(out_dt)
-    out = np.empty(_keep_shape(arr.shape, dims), dtype=store.np)
+    out = np.empty(_keep_shape(arr.shape, dims), dtype=store.np, like=arr)
     backend(x).reduce(code, arr, dims, out)
     out = out.reshape(_final_shape(arr.shape, dims, keepdim))
     return out if store is out_dt else out.astype(out_dt.np)
@@ -190,8 +190,8 @@ class ArgExtreme(Function):
     def forward(ctx, x, code, dim, keepdim):
         arr = x._array if x._array.dtype != np.float16 else x._array.astype(np.float32)
         keep = _keep_shape(arr.shape, (dim,))
-        values = np.empty(keep, dtype=arr.dtype)
-        indices = np.empty(keep, dtype=np.int64)
+        values = np.empty(keep, dtype=arr.dtype, like=arr)
+        indices = np.empty(keep, dtype=np.int64, like=arr)
         backend(x).arg_reduce(code, arr, dim, values, indices)
         final = _final_shape(arr.shape, (dim,), keepdim)
         values = Tensor._make(values.reshape(final).astype(x._array.dtype, copy=False))
@@ -216,7 +216,7 @@ def scatter_to_index(g: Tensor, indices: Tensor, dim: int, keepdim: bool, shape:
         g, indices = g.unsqueeze(dim), indices.unsqueeze(dim)
     if not len(shape):
         return g
-    positions = arange(shape[dim]).reshape(tuple(shape[dim] if i == dim else 1 for i in range(len(shape))))
+    positions = arange(shape[dim], device=g.device).reshape(tuple(shape[dim] if i == dim else 1 for i in range(len(shape))))
     return g * (positions == indices)
 
 
@@ -392,7 +392,7 @@ class Scan(Function):
     @staticmethod
     def forward(ctx, x, code, dim, out_dt):
         arr = x._array if x._array.dtype != np.float16 else x._array.astype(np.float32)
-        out = np.empty(arr.shape, dtype=compute_dtype(out_dt).np)
+        out = np.empty(arr.shape, dtype=compute_dtype(out_dt).np, like=arr)
         if arr.size:
             backend(x).scan(code, arr, dim, out)
         result = Tensor._make(out if out.dtype == out_dt.np else out.astype(out_dt.np))

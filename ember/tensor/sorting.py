@@ -17,7 +17,7 @@ import numpy as np
 from .. import opcodes as op
 from ..autograd.function import Function
 from . import dtypes
-from ._dispatch import backend
+from ._dispatch import ascontiguous, backend
 from .reduce import _torch_name, cummax_result, cummin_result
 from .tensor import Tensor, _wrap_dim
 
@@ -230,7 +230,7 @@ def _unique_impl(input: Tensor, dim: int | None, sort_first: bool, return_invers
         rows = rows[order]
     starts = _runs(rows)
     values = rows[starts]
-    values = np.ascontiguousarray(values if d is None else np.moveaxis(values, 0, d))
+    values = ascontiguous(values if d is None else np.moveaxis(values, 0, d))
     result = [Tensor._make(values)]
     if return_inverse:
         inverse = np.empty(n, np.int64)

@@ -13,7 +13,7 @@ import numpy as np
 from ..autograd.function import AccumulateGrad, RemovableHandle
 from ..autograd.grad_mode import is_grad_enabled
 from . import dtypes
-from .device import CPU, as_device
+from .device import CPU, array_device, as_device
 
 
 class _Version:
@@ -45,7 +45,7 @@ class Tensor:
         """Wrap an array without copying (the storage is shared with ``array``)."""
         t = object.__new__(cls)
         # NumPy ufuncs return scalars for 0-d inputs; a tensor always holds a real (0-d) array
-        t._array = array if type(array) is np.ndarray else np.asarray(array)
+        t._array = array if type(array) is np.ndarray or hasattr(array, "__ember_device_array__") else np.asarray(array)
         t._version = version if version is not None else _Version()
         t._requires_grad = requires_grad
         t._grad_fn = None
@@ -94,18 +94,19 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        return CPU if type(self._array) is np.ndarray else array_device(self._array)
 
     @property
     def is_cuda(self) -> bool:
-        return False
+        return type(self._array) is not np.ndarray
 
     @property
     def is_cpu(self) -> bool:
-        return True
+        return type(self._array) is np.ndarray
 
     def get_device(self) -> int:
-        return -1
+        """-1 on the CPU, else the CUDA device index."""
+        return -1 if type(self._array) is np.ndarray else self._array.device_index
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
@@ -118,19 +119,26 @@ class Tensor:
 
     def stride(self, dim: int | None = None) -> Any:
         """Strides in elements, as torch reports them."""
-        item = self._array.itemsize
-        strides = tuple(s // item for s in self._array.strides)
+        if type(self._array) is np.ndarray:
+            item = self._array.itemsize
+            strides = tuple(s // item for s in self._array.strides)
+        else:
+            strides = self._array.strides  # device storage keeps element strides
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, self._array.ndim, "stride")]
 
     def storage_offset(self) -> int:
+        if type(self._array) is not np.ndarray:
+            return self._array.offset
         base = self._array
         while isinstance(base.base, np.ndarray):
             base = base.base
         return (self._array.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // self._array.itemsize
 
     def data_ptr(self) -> int:
+        if type(self._array) is not np.ndarray:
+            return self._array.data_ptr()
         return self._array.__array_interface__["data"][0]
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
@@ -257,10 +265,16 @@ class Tensor:
         """The NumPy array sharing this tensor's memory."""
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if type(self._array) is not np.ndarray:
+            if not force:
+                raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
+                                "the tensor to host memory first.")
+            return self._array.to_numpy()
         return self._array
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self._array if dtype is None else self._array.astype(dtype)
+        array = self._array if type(self._array) is np.ndarray else self.numpy()
+        return array if dtype is None else array.astype(dtype)
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
@@ -330,6 +344,8 @@ class Tensor:
         return t
 
     def __reduce_ex__(self, protocol: int):
+        if type(self._array) is not np.ndarray:
+            return (_rebuild_tensor, (self._array.to_numpy(), self._requires_grad, str(self.device)))
         return (_rebuild_tensor, (self._array.copy(), self._requires_grad))
 
     @property
@@ -337,8 +353,10 @@ class Tensor:
         return lambda: False
 
 
-def _rebuild_tensor(array: np.ndarray, requires_grad: bool) -> Tensor:
-    return Tensor._make(array, requires_grad=requires_grad)
+def _rebuild_tensor(array: np.ndarray, requires_grad: bool, device: str = "cpu") -> Tensor:
+    from .device import place
+
+    return Tensor._make(place(array, as_device(device)), requires_grad=requires_grad)
 
 
 class Size(tuple):

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..autograd.function import Function
 from . import dtypes
-from ._dispatch import sum_to_shape
+from .device import place
+from ._dispatch import backend, on_device, sum_to_shape
 from .tensor import Size, Tensor, _wrap_dim
 
 ViewFn = Callable[[np.ndarray], np.ndarray]
@@ -58,9 +59,14 @@ class EmbedIntoView(Function):
         n = math.prod(shape)
         if overlapping:
             index = view_fn(np.arange(n).reshape(shape))
+            if on_device(g._array):
+                out = np.zeros(n, dtype=g._array.dtype, like=g._array)
+                backend(g).scatter("sum", out, np.ascontiguousarray(index).reshape(-1),
+                                   g._array.contiguous().reshape(-1))
+                return out.reshape(shape)
             flat = np.bincount(index.reshape(-1), weights=g._array.reshape(-1).astype(np.float64), minlength=n)
             return flat.astype(g._array.dtype).reshape(shape)
-        out = np.zeros(shape, dtype=g._array.dtype)
+        out = np.zeros(shape, dtype=g._array.dtype, like=g._array)
         view_fn(out)[...] = g._array
         return out
 
@@ -378,6 +384,14 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
     return permute(x, order)
 
 
+def strided_view(a: Any, shape: Sequence[int], strides: Sequence[int]) -> Any:
+    """A view of ``a`` starting at its first element with ``shape`` and ``a``'s kind of strides (bytes for NumPy
+    arrays, elements for device storage)."""
+    if type(a) is np.ndarray:
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+    return a.as_strided(shape, strides)
+
+
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, as a view in the last dim."""
     d1, d2 = _wrap_dim(dim1, x.ndim, "diagonal"), _wrap_dim(dim2, x.ndim, "diagonal")
@@ -396,7 +410,7 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
         strides = [a.strides[d] for d in rest] + [a.strides[d1] + a.strides[d2]]
         shape = [a.shape[d] for d in rest] + [length]
         origin = a[tuple(slice(s, None) for s in start)] if length else a
-        return np.lib.stride_tricks.as_strided(origin, shape, strides, writeable=a.flags.writeable)
+        return strided_view(origin, shape, strides)
 
     return make_view(x, fn, None)
 
@@ -416,7 +430,7 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
             return a.reshape(1)
         shape = a.shape[:d] + (count,) + a.shape[d + 1:] + (size,)
         strides = a.strides[:d] + (a.strides[d] * step,) + a.strides[d + 1:] + (a.strides[d],)
-        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+        return strided_view(a, shape, strides)
 
     overlapping = step < size
     in_shape = x.shape
@@ -434,9 +448,9 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
     base, _ = _root(x)
     offset = x.storage_offset() if storage_offset is None else int(storage_offset)
     root = base._array
-    while isinstance(root.base, np.ndarray) and root.base.size >= root.size:
+    while isinstance(getattr(root, "base", None), np.ndarray) and root.base.size >= root.size:
         root = root.base
-    capacity = root.size
+    capacity = root.size if type(root) is np.ndarray else root.buffer.size
     needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
     if needed > capacity:
         raise RuntimeError(
@@ -448,6 +462,9 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
     x_offset = x.storage_offset()
 
     def fn(a: np.ndarray) -> np.ndarray:
+        if type(a) is not np.ndarray:  # device storage: element strides, offsets into the buffer
+            return a.as_strided(size, stride, offset) if a is x._array else a.reshape(-1)[offset:].as_strided(
+                size, stride)
         flat = np.lib.stride_tricks.as_strided(a, (capacity - x_offset,), (item,)) if a is x._array else None
         start = flat if flat is not None else a.reshape(-1)
         return np.lib.stride_tricks.as_strided(start[offset - x_offset:] if flat is not None else start[offset:],
@@ -476,8 +493,9 @@ class MovePositions(Function):
     @staticmethod
     def forward(ctx, g: Tensor, src: np.ndarray, dst: np.ndarray, capacity: int):
         ctx.src, ctx.dst, ctx.capacity = src, dst, capacity
-        flat = np.bincount(src.reshape(-1), weights=g._array.reshape(-1).astype(np.float64), minlength=capacity)
-        return flat[dst].astype(g._array.dtype)
+        grad = g._array if type(g._array) is np.ndarray else g._array.to_numpy()  # a host pass on CUDA (rare op)
+        flat = np.bincount(src.reshape(-1), weights=grad.reshape(-1).astype(np.float64), minlength=capacity)
+        return place(flat[dst].astype(grad.dtype), g.device)
 
     @staticmethod
     def backward(ctx, gg: Tensor):
@@ -501,7 +519,7 @@ class Copy(Function):
     def forward(ctx, x, fmt):
         from .memory_format import empty_in_format
 
-        out = empty_in_format(x._array.shape, x._array.dtype, fmt)
+        out = empty_in_format(x._array.shape, x._array.dtype, fmt, like=x._array)
         np.copyto(out, x._array)
         return out
 

@@ -23,3 +23,15 @@ def test_still_missing_entries_are_listed():
     missing = [name for name in backend.CONTRACT if not hasattr(cuda_kernels, name)]
     assert missing == [name for name in backend.CONTRACT if name not in cuda_kernels.IMPLEMENTED]
     assert {"sort", "topk"} <= set(missing)
+
+
+@pytest.mark.parametrize("family", sorted(backend.KERNEL_FAMILIES))
+def test_every_kernel_family_matches_the_cpu_signatures(family):
+    """Each nn kernel family exists on the GPU with the CPU module's function names and parameters."""
+    import importlib
+
+    cpu = importlib.import_module(f"ember.cpu_kernels.{family}")
+    gpu = importlib.import_module(f"ember.cuda_kernels.{family}")
+    for name in backend.KERNEL_FAMILIES[family]:
+        assert list(inspect.signature(getattr(gpu, name)).parameters) == \
+            list(inspect.signature(getattr(cpu, name)).parameters), (family, name)

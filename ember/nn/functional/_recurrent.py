@@ -23,6 +23,7 @@ from ...cpu_kernels import recurrent as kernels
 from ...tensor.joins import cat, stack
 from ...tensor.tensor import Tensor
 from .dropout import dropout as _dropout
+from ...tensor._dispatch import ascontiguous
 
 __all__ = ["MODES", "recurrent_layers", "run_direction", "scan", "scan_reference"]
 
@@ -40,7 +41,7 @@ def _steps(batch_sizes: Sequence[int], reverse: bool) -> list[tuple[int, int]]:
 
 
 def _arr(t: Tensor | None, dtype: np.dtype) -> np.ndarray | None:
-    return None if t is None else np.ascontiguousarray(t._array, dtype=dtype)
+    return None if t is None else ascontiguous(t._array, dtype=dtype)
 
 
 # ---- NumPy recurrences (forward saves what the backward reads) --------------------------------------------------

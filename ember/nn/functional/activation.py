@@ -17,12 +17,11 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from ...cpu_kernels import activations as _act_kernels
-from ...cpu_kernels import softmax as _softmax_kernels
 from ...cpu_kernels.layout import dense_flat, is_dense
 from ...tensor import dtypes
 from ...tensor import elementwise as ew
 from ...tensor.tensor import Tensor
+from ...tensor._dispatch import ascontiguous, family
 
 _TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
@@ -47,11 +46,12 @@ def _flat_pair(arrays: list[np.ndarray], cdt: np.dtype) -> tuple[list[np.ndarray
     memory format; anything else is copied to C order.
     """
     first = arrays[0]
-    if is_dense(first) and all(a.strides == first.strides and a.dtype == cdt for a in arrays):
+    if type(first) is np.ndarray and is_dense(first) and all(a.strides == first.strides and a.dtype == cdt
+                                                             for a in arrays):
         out = np.empty_like(first, dtype=cdt, order="K")
         return [dense_flat(a) for a in arrays], out, dense_flat(out)
-    arrays = [np.ascontiguousarray(a, dtype=cdt) for a in arrays]
-    out = np.empty(first.shape, dtype=cdt)
+    arrays = [ascontiguous(a, dtype=cdt) for a in arrays]
+    out = np.empty(first.shape, dtype=cdt, like=first)
     return [a.reshape(-1) for a in arrays], out, out.reshape(-1)
 
 
@@ -59,7 +59,8 @@ def _run_activation(kind: str, name: str, arrays: list[np.ndarray], params: tupl
     cdt = _compute_np(rdt)
     flats, out, out_flat = _flat_pair(arrays, cdt)
     if out.size:
-        run = _act_kernels.activation_forward if kind == "forward" else _act_kernels.activation_backward
+        kernels = family("activations", out)
+        run = kernels.activation_forward if kind == "forward" else kernels.activation_backward
         run(name, *flats, out_flat, params)
     return out if cdt == rdt.np else out.astype(rdt.np)
 
@@ -378,7 +379,7 @@ def _row_call(arrays: list[np.ndarray], dim: int, rdt: dtypes.dtype, call: Calla
     moved = [np.moveaxis(a, dim, -1) if ndim else a.reshape(1) for a in arrays]
     shape = moved[0].shape
     n = shape[-1] if shape else 1
-    rows = [np.ascontiguousarray(a, dtype=cdt).reshape(math.prod(shape[:-1]), n) for a in moved]
+    rows = [ascontiguous(a, dtype=cdt).reshape(math.prod(shape[:-1]), n) for a in moved]
     out = np.empty_like(rows[0])
     if out.size:
         call(*rows, out)
@@ -386,7 +387,7 @@ def _row_call(arrays: list[np.ndarray], dim: int, rdt: dtypes.dtype, call: Calla
     if ndim == 0:
         result = result.reshape(())
     elif dim != ndim - 1:
-        result = np.ascontiguousarray(np.moveaxis(result, -1, dim))
+        result = ascontiguous(np.moveaxis(result, -1, dim))
     return result if cdt == rdt.np else result.astype(rdt.np)
 
 
@@ -395,7 +396,7 @@ class _Softmax(Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, dim: int, log: bool) -> np.ndarray:
-        out = _row_call([x._array], dim, x.dtype, lambda a, o: _softmax_kernels.softmax_forward(a, o, log))
+        out = _row_call([x._array], dim, x.dtype, lambda a, o: family("softmax", a).softmax_forward(a, o, log))
         if ctx.needs_input_grad:
             y = Tensor._make(out)
             ctx.save_for_backward(y)
@@ -419,7 +420,7 @@ class _SoftmaxGrad(Function):
             ctx.dim, ctx.log = dim, log
         garr = np.broadcast_to(g._array, y.shape)
         return _row_call([y._array, garr], dim, y.dtype,
-                         lambda a, b, o: _softmax_kernels.softmax_backward(a, b, o, log))
+                         lambda a, b, o: family("softmax", a).softmax_backward(a, b, o, log))
 
     @staticmethod
     def backward(ctx, gg: Tensor) -> tuple:

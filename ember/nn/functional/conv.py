@@ -17,7 +17,7 @@ import numpy as np
 from ...autograd.function import Function
 from ...cpu_kernels import conv as conv_kernels
 from ...tensor import dtypes
-from ...tensor._dispatch import backend
+from ...tensor._dispatch import array_backend, ascontiguous, family
 from ...tensor.elementwise import _dtype_name
 from ...tensor.tensor import Tensor
 
@@ -107,23 +107,23 @@ def _compute(t: Tensor | None, dt: np.dtype) -> np.ndarray | None:
     if t is None:
         return None
     arr = t._array
-    return np.ascontiguousarray(arr if arr.dtype == dt else arr.astype(dt))
+    return ascontiguous(arr if arr.dtype == dt else arr.astype(dt))
 
 
 def columns(image: np.ndarray, geo: ConvGeometry) -> np.ndarray:
     """The (groups, channels/groups * taps, batch * positions) receptive fields of an (N, C, *image) array."""
     n, c = image.shape[:2]
     length = geo.positions
-    col = np.empty(c * geo.taps * n * length, dtype=image.dtype)
-    conv_kernels.im2col(image.reshape((n, c) + geo.image), col, geo.packed, length, n * length)
+    col = np.empty(c * geo.taps * n * length, dtype=image.dtype, like=image)
+    family("conv", image).im2col(image.reshape((n, c) + geo.image), col, geo.packed, length, n * length)
     return col.reshape(geo.groups, c // geo.groups * geo.taps, n * length)
 
 
 def _to_image(col: np.ndarray, n: int, channels: int, geo: ConvGeometry) -> np.ndarray:
     """col2im of (groups, C/groups * taps, N * positions) columns into a new (N, C, *image) array."""
-    image = np.empty((n, channels) + geo.image, dtype=col.dtype)
+    image = np.empty((n, channels) + geo.image, dtype=col.dtype, like=col)
     length = geo.positions
-    conv_kernels.col2im(col.reshape(-1), image, geo.packed, length, n * length)
+    family("conv", col).col2im(col.reshape(-1), image, geo.packed, length, n * length)
     return image.reshape((n, channels) + geo.spatial(geo.image))
 
 
@@ -131,14 +131,14 @@ def _channels_major(arr: np.ndarray, groups: int) -> np.ndarray:
     """(N, C, *cols) -> contiguous (groups, C/groups, N * positions)."""
     n, c = arr.shape[:2]
     length = math.prod(arr.shape[2:])
-    moved = np.ascontiguousarray(arr.reshape(n, c, length).transpose(1, 0, 2))
+    moved = ascontiguous(arr.reshape(n, c, length).transpose(1, 0, 2))
     return moved.reshape(groups, c // groups, n * length)
 
 
 def _batch_major(arr: np.ndarray, n: int, geo: ConvGeometry, bias: np.ndarray | None) -> np.ndarray:
     """(groups, C/groups, N * positions) -> new (N, C, *cols), adding ``bias`` per channel on the way."""
     c = arr.shape[0] * arr.shape[1]
-    out = np.empty((n, c, geo.positions), dtype=arr.dtype)
+    out = np.empty((n, c, geo.positions), dtype=arr.dtype, like=arr)
     moved = arr.reshape(c, n, geo.positions).transpose(1, 0, 2)
     if bias is None:
         np.copyto(out, moved)
@@ -148,8 +148,8 @@ def _batch_major(arr: np.ndarray, n: int, geo: ConvGeometry, bias: np.ndarray | 
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
-    backend().matmul(a, b, out)
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype, like=a)
+    array_backend(a).matmul(a, b, out)
     return out
 
 
@@ -208,7 +208,7 @@ class _ConvTranspose(Function):
         w3 = _weight3(_compute(w, dt), geo.groups)
         if moved is None:
             moved = _channels_major(_compute(y, dt), geo.groups)
-        col = _matmul(np.ascontiguousarray(w3.transpose(0, 2, 1)), moved)
+        col = _matmul(ascontiguous(w3.transpose(0, 2, 1)), moved)
         image = _add_image_bias(_to_image(col, y.shape[0], w.shape[1] * geo.groups, geo), _compute(b, dt))
         if ctx.needs_input_grad:
             ctx.save_for_backward(y, w)

@@ -15,12 +15,13 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
-from ...cpu_kernels import dropout as _kernels
 from ...cpu_kernels.layout import dense_flat, is_dense
 from ...tensor import dtypes
 from ...tensor import elementwise as ew
 from ...tensor.random import default_generator
 from ...tensor.tensor import Tensor
+from ...tensor._dispatch import ascontiguous, family
+from ...tensor.device import place
 
 # SELU's negative saturation value, -scale * alpha: where alpha dropout sends dropped units.
 _ALPHA = 1.7580993408473766
@@ -54,10 +55,10 @@ def _compute_np(dt: dtypes.dtype) -> np.dtype:
 
 def _flat(arr: np.ndarray, cdt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(flat input, output array, flat output) in the input's memory order when it is dense."""
-    if is_dense(arr) and arr.dtype == cdt:
+    if type(arr) is np.ndarray and is_dense(arr) and arr.dtype == cdt:
         out = np.empty_like(arr, order="K")
         return dense_flat(arr), out, dense_flat(out)
-    arr = np.ascontiguousarray(arr, dtype=cdt)
+    arr = ascontiguous(arr, dtype=cdt)
     out = np.empty_like(arr)
     return arr.reshape(-1), out, out.reshape(-1)
 
@@ -69,9 +70,10 @@ class _Dropout(Function):
     def forward(ctx, x: Tensor, p: float, scale: float, keep_add: float, drop_value: float) -> tuple:
         cdt = _compute_np(x.dtype)
         flat_x, out, flat_out = _flat(x._array, cdt)
-        mask = np.empty(out.shape, np.bool_)
-        _kernels.dropout_forward(flat_x, _random_bits(out.size), _threshold(p), scale, keep_add, drop_value,
-                                 flat_out, mask.reshape(-1))
+        mask = np.empty(out.shape, np.bool_, like=out)
+        bits = place(_random_bits(out.size), x.device)  # drawn from the default generator on either device
+        family("dropout", out).dropout_forward(flat_x, bits, _threshold(p), scale, keep_add, drop_value, flat_out,
+                                               mask.reshape(-1))
         if ctx.needs_input_grad:
             ctx.mask, ctx.scale = mask, scale
         return out if cdt == x.dtype.np else out.astype(x.dtype.np)
@@ -89,10 +91,10 @@ class _MaskedScale(Function):
         if ctx.needs_input_grad:
             ctx.mask, ctx.scale = mask, scale
         cdt = _compute_np(g.dtype)
-        garr = np.ascontiguousarray(np.broadcast_to(g._array, mask.shape), dtype=cdt)
-        out = np.empty(mask.shape, cdt)
+        garr = ascontiguous(np.broadcast_to(g._array, mask.shape), dtype=cdt)
+        out = np.empty(mask.shape, cdt, like=mask)
         if out.size:
-            _kernels.masked_scale(garr.reshape(-1), np.ascontiguousarray(mask).reshape(-1), scale, out.reshape(-1))
+            family("dropout", out).masked_scale(garr.reshape(-1), ascontiguous(mask).reshape(-1), scale, out.reshape(-1))
         return out if cdt == g.dtype.np else out.astype(g.dtype.np)
 
     @staticmethod

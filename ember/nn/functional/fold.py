@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from ...autograd.function import Function
-from ...cpu_kernels import conv as conv_kernels
 from ...tensor.elementwise import _dtype_name
 from ...tensor.tensor import Tensor
 from .conv import ConvGeometry, output_size
+from ...tensor._dispatch import ascontiguous, family
 
 __all__ = ["unfold", "fold"]
 
@@ -23,7 +23,7 @@ __all__ = ["unfold", "fold"]
 def _compute(t: Tensor) -> np.ndarray:
     """The array in a dtype the kernels take (float16 widened to float32), contiguous."""
     arr = t._array
-    return np.ascontiguousarray(arr, dtype=np.float32 if arr.dtype == np.float16 else arr.dtype)
+    return ascontiguous(arr, dtype=np.float32 if arr.dtype == np.float16 else arr.dtype)
 
 
 class _Unfold(Function):
@@ -35,7 +35,7 @@ class _Unfold(Function):
         n, c = image.shape[:2]
         rows, length = c * geo.taps, geo.positions
         col = np.empty((n, rows, length), image.dtype)
-        conv_kernels.im2col(image.reshape((n, c) + geo.image), col.reshape(-1), geo.packed, rows * length, length)
+        family("conv", image).im2col(image.reshape((n, c) + geo.image), col.reshape(-1), geo.packed, rows * length, length)
         ctx.geo = geo
         return col.astype(x._array.dtype, copy=False)
 
@@ -52,7 +52,7 @@ class _Fold(Function):
         blocks = _compute(col)
         n, rows, length = blocks.shape
         image = np.empty((n, rows // geo.taps) + geo.image, blocks.dtype)
-        conv_kernels.col2im(blocks.reshape(-1), image, geo.packed, rows * length, length)
+        family("conv", blocks).col2im(blocks.reshape(-1), image, geo.packed, rows * length, length)
         ctx.geo = geo
         return image.reshape(image.shape[:2] + geo.spatial(geo.image)).astype(col._array.dtype, copy=False)
 

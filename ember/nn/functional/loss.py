@@ -16,10 +16,10 @@ import numpy as np
 
 from ...autograd.function import Function, once_differentiable
 from ...autograd.grad_mode import no_grad
-from ...cpu_kernels import losses as kernels
 from ...tensor import dtypes
 from ...tensor.tensor import Tensor
 from .distance import pairwise_distance
+from ...tensor._dispatch import ascontiguous, family
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
@@ -100,7 +100,7 @@ def _compute_array(t: Tensor) -> np.ndarray:
     arr = t._array
     if arr.dtype == np.float16:
         return arr.astype(np.float32)
-    return np.ascontiguousarray(arr)
+    return ascontiguous(arr)
 
 
 class _LogSigmoid(Function):
@@ -195,9 +195,9 @@ class _ClassNLL(Function):
                 from_logits: bool, reduction: str, out_shape: tuple) -> np.ndarray:
         arr = _compute_array(x)
         rows = (arr.shape[0], arr.shape[2])
-        loss = np.empty(rows, arr.dtype)
-        lse = np.empty(rows, arr.dtype)
-        total = kernels.class_nll_forward(arr, target, weight, ignore_index, smoothing, from_logits, loss, lse)
+        loss = np.empty(rows, arr.dtype, like=arr)
+        lse = np.empty(rows, arr.dtype, like=arr)
+        total = family("losses", arr).class_nll_forward(arr, target, weight, ignore_index, smoothing, from_logits, loss, lse)
         ctx.save_for_backward(x)
         ctx.spec = (target, weight, ignore_index, smoothing, from_logits, lse)
         ctx.reduction, ctx.total, ctx.rows = reduction, total, rows
@@ -207,8 +207,8 @@ class _ClassNLL(Function):
             out = loss.sum()
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
-                out = np.asarray(loss.sum(dtype=np.float64) / total)
-        return np.asarray(out, dtype=x.dtype.np)
+                out = loss.sum(dtype=np.float64) / total
+        return np.asarray(out, dtype=x.dtype.np) if type(arr) is np.ndarray else out.astype(x.dtype.np)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple:
@@ -228,8 +228,8 @@ class _ClassNLLGrad(Function):
         target, weight, ignore_index, smoothing, from_logits, lse = spec
         arr = _compute_array(x)
         grad = np.empty_like(arr)
-        g = np.ascontiguousarray(per_row._array, dtype=arr.dtype)
-        kernels.class_nll_backward(arr, target, weight, lse, g, ignore_index, smoothing, from_logits, grad)
+        g = ascontiguous(per_row._array, dtype=arr.dtype)
+        family("losses", arr).class_nll_backward(arr, target, weight, lse, g, ignore_index, smoothing, from_logits, grad)
         ctx.save_for_backward(x, per_row)
         ctx.spec = spec
         return grad.astype(x.dtype.np, copy=False)
@@ -291,7 +291,7 @@ def _class_weight(weight: Tensor | None, input: Tensor, n_classes: int, op: str)
                            f"but got weight tensor of shape: {list(weight.shape)}")
     if weight.dtype is not input.dtype:
         raise RuntimeError(f"expected scalar type {_torch_name(input.dtype)} but found {_torch_name(weight.dtype)}")
-    return np.ascontiguousarray(weight._array, dtype=compute)
+    return ascontiguous(weight._array, dtype=compute)
 
 
 def _class_nll(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
@@ -302,7 +302,7 @@ def _class_nll(input: Tensor, target: Tensor, weight: Tensor | None, ignore_inde
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_torch_name(target.dtype)}")
     _require_float(input, op)
     w = _class_weight(weight, input, c, "")
-    t = np.ascontiguousarray(target._array, dtype=np.int64).reshape(n, s)
+    t = ascontiguous(target._array, dtype=np.int64).reshape(n, s)
     if t.size and (t.min() < 0 or t.max() >= c):
         bad = ((t < 0) | (t >= c)) & (t != ignore_index)
         if bad.any():
@@ -678,11 +678,11 @@ class _CTC(Function):
     @staticmethod
     def forward(ctx, log_probs: Tensor, targets: np.ndarray, input_lengths: np.ndarray,
                 target_lengths: np.ndarray, blank: int, zero_infinity: bool) -> np.ndarray:
-        lp = np.ascontiguousarray(log_probs._array)
+        lp = ascontiguous(log_probs._array)
         steps, batch, _ = lp.shape
-        log_alpha = np.empty((batch, steps, 2 * targets.shape[1] + 1), lp.dtype)
-        nll = np.empty(batch, lp.dtype)
-        kernels.ctc_forward(lp, targets, input_lengths, target_lengths, blank, log_alpha, nll)
+        log_alpha = np.empty((batch, steps, 2 * targets.shape[1] + 1), lp.dtype, like=lp)
+        nll = np.empty(batch, lp.dtype, like=lp)
+        family("losses", lp).ctc_forward(lp, targets, input_lengths, target_lengths, blank, log_alpha, nll)
         ctx.save_for_backward(log_probs)
         ctx.state = (targets, input_lengths, target_lengths, blank, log_alpha, nll, zero_infinity)
         return nll
@@ -692,11 +692,11 @@ class _CTC(Function):
     def backward(ctx, grad: Tensor) -> tuple:
         (log_probs,) = ctx.saved_tensors
         targets, input_lengths, target_lengths, blank, log_alpha, nll, zero_infinity = ctx.state
-        lp = np.ascontiguousarray(log_probs._array)
+        lp = ascontiguous(log_probs._array)
         out = np.empty_like(lp)
-        g = np.ascontiguousarray(grad._array, dtype=lp.dtype)
-        kernels.ctc_backward(lp, targets, input_lengths, target_lengths, blank, log_alpha, nll, g, zero_infinity,
-                             out)
+        g = ascontiguous(grad._array, dtype=lp.dtype)
+        family("losses", lp).ctc_backward(lp, targets, input_lengths, target_lengths, blank, log_alpha, nll, g,
+                                          zero_infinity, out)
         return (Tensor._make(out),) + (None,) * 5
 
 
@@ -710,7 +710,7 @@ def _lengths(value, name: str, batch: int) -> np.ndarray:
         arr = np.asarray(value, dtype=np.int64).reshape(-1)
     if arr.size != batch:
         raise RuntimeError(f"{name} must be of size batch_size")
-    return np.ascontiguousarray(arr)
+    return ascontiguous(arr)
 
 
 def _ctc_check_range(values: np.ndarray, name: str, high: int | None) -> None:
@@ -736,7 +736,7 @@ def _ctc_targets(targets: Tensor, target_lengths: np.ndarray, batch: int, unbatc
             raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but got size "
                                f"{arr.shape[1]} {where}")
         padded = arr[:, :max(longest, 1)] if arr.shape[1] else np.zeros((batch, 1), np.int64)
-        return np.ascontiguousarray(padded)
+        return ascontiguous(padded)
     if arr.ndim != 1:
         raise RuntimeError(f"Expected 1 to 2 dimensions, but got {arr.ndim}-dimensional tensor {where}")
     total = int(target_lengths.sum())

@@ -18,9 +18,8 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled, no_grad
-from ...cpu_kernels import normalization as kernels
 from ...tensor import dtypes
-from ...tensor._dispatch import compute_dtype
+from ...tensor._dispatch import ascontiguous, compute_dtype, family
 from ...tensor.tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
@@ -30,7 +29,7 @@ __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"
 # ------------------------------------------------------------------ array plumbing
 def _flat(t: Tensor, cdt: dtypes.dtype) -> np.ndarray:
     """``t``'s data as a flat C-contiguous array in the compute dtype (no copy when it already is one)."""
-    return np.ascontiguousarray(t._array, dtype=cdt.np).reshape(-1)
+    return ascontiguous(t._array, dtype=cdt.np).reshape(-1)
 
 
 def _flat_or_empty(t: Tensor | None, cdt: dtypes.dtype) -> np.ndarray:
@@ -92,9 +91,9 @@ class _RowsNorm(Function):
         cdt = compute_dtype(x.dtype)
         xa = _flat(x, cdt)
         rows = xa.size // (k * s) if xa.size else 0
-        mean, rstd, y = np.empty(rows), np.empty(rows), np.empty_like(xa)
+        mean, rstd, y = np.empty(rows, like=xa), np.empty(rows, like=xa), np.empty_like(xa)
         if xa.size:
-            kernels.rows_norm_forward(xa, _flat_or_empty(weight, cdt), _flat_or_empty(bias, cdt), groups, k, s,
+            family("normalization", xa).rows_norm_forward(xa, _flat_or_empty(weight, cdt), _flat_or_empty(bias, cdt), groups, k, s,
                                       eps, y, mean, rstd)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
@@ -118,13 +117,13 @@ class _RowsNorm(Function):
         if needs[0]:
             dxa = np.empty_like(xa)
             if xa.size:
-                kernels.rows_norm_backward(dya, xa, mean, rstd, _flat_or_empty(weight, cdt), groups, k, s, dxa)
+                family("normalization", xa).rows_norm_backward(dya, xa, mean, rstd, _flat_or_empty(weight, cdt), groups, k, s, dxa)
             dx = _result(dxa, x)
         dw = db = None
         if (weight is not None and needs[1]) or (bias is not None and needs[2]):
-            dw, db = np.zeros(groups * k), np.zeros(groups * k)
+            dw, db = np.zeros(groups * k, like=xa), np.zeros(groups * k, like=xa)
             if xa.size:
-                kernels.rows_norm_affine_grads(dya, xa, mean, rstd, groups, k, s, dw, db)
+                family("normalization", xa).rows_norm_affine_grads(dya, xa, mean, rstd, groups, k, s, dw, db)
         return dx, _param_grad(dw, weight, needs[1]), _param_grad(db, bias, needs[2]), None, None, None, None
 
 
@@ -193,7 +192,7 @@ class _ChannelNorm(Function):
         if bias is not None:
             shift += bias._array.astype(np.float64).reshape(-1)
         y = np.empty_like(xa)
-        kernels.channel_fma(xa, xa, scale, np.zeros(c), shift, c, s, y)
+        family("normalization", xa).channel_fma(xa, xa, scale, np.zeros(c, like=xa), shift, c, s, y)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.arrays, ctx.eps = (xa, mean, rstd), eps
@@ -210,16 +209,16 @@ class _ChannelNorm(Function):
             return _grads_as_tensors(x, weight, bias, needs, grads) + (None, None)
         xa, mean, rstd = ctx.arrays
         dya = _flat(gy, compute_dtype(x.dtype))
-        sum_dy, sum_dy_xmu = np.zeros(c), np.zeros(c)
+        sum_dy, sum_dy_xmu = np.zeros(c, like=xa), np.zeros(c, like=xa)
         if xa.size:
-            kernels.channel_grad_sums(dya, xa, mean, a, c, s, sum_dy, sum_dy_xmu)
+            family("normalization", xa).channel_grad_sums(dya, xa, mean, a, c, s, sum_dy, sum_dy_xmu)
         dx = None
         if needs[0]:
             n = max(a * s, 1)  # an empty batch has an empty gradient
             wr = rstd * weight._array.astype(np.float64).reshape(-1) if weight is not None else rstd
             q = -wr * rstd * rstd * sum_dy_xmu / n
             dxa = np.empty_like(xa)
-            kernels.channel_fma(dya, xa, wr, q, -wr * sum_dy / n - mean * q, c, s, dxa)
+            family("normalization", xa).channel_fma(dya, xa, wr, q, -wr * sum_dy / n - mean * q, c, s, dxa)
             dx = _result(dxa, x)
         return dx, _param_grad(sum_dy_xmu * rstd, weight, needs[1]), _param_grad(sum_dy, bias, needs[2]), None, None
 
@@ -228,9 +227,9 @@ def _batch_stats(x: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x as a flat compute-dtype array, per-channel mean, biased variance) in one pass."""
     a, c, s = _channel_geometry(x)
     xa = _flat(x, compute_dtype(x.dtype))
-    mean, var = np.zeros(c), np.zeros(c)
+    mean, var = np.zeros(c, like=xa), np.zeros(c, like=xa)
     if xa.size:
-        kernels.channel_moments(xa, a, c, s, mean, var)
+        family("normalization", xa).channel_moments(xa, a, c, s, mean, var)
     return xa, mean, var
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from ...autograd.function import Function
-from ...cpu_kernels import pooling as pool_kernels
 from ...tensor import dtypes
 from ...tensor.tensor import Tensor
 from .conv import kernel_dtype
+from ...tensor._dispatch import ascontiguous, family
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
@@ -114,7 +114,7 @@ def _adaptive_windows(in_size: tuple, out_size: tuple) -> Windows:
 def _planes(arr: np.ndarray, lead: tuple, size3: tuple) -> np.ndarray:
     """The array as contiguous (planes, D, H, W) in a dtype the kernels take."""
     dt = kernel_dtype(arr.dtype)
-    return np.ascontiguousarray(arr, dtype=dt).reshape((math.prod(lead),) + size3)
+    return ascontiguous(arr, dtype=dt).reshape((math.prod(lead),) + size3)
 
 
 def _restore(arr: np.ndarray, shape: tuple, dt: np.dtype) -> np.ndarray:
@@ -139,7 +139,7 @@ def _pool_buffers(x: Tensor, win: Windows, nd: int) -> tuple[tuple, np.ndarray, 
     """The lead dims of ``x``, ``x`` as kernel-ready (P, D, H, W) planes, and the empty (P, oD, oH, oW) output."""
     lead = _lead(x.shape, nd)
     planes = _planes(x._array, lead, win.in_size)
-    return lead, planes, np.empty(planes.shape[:1] + win.out_size, planes.dtype)
+    return lead, planes, np.empty(planes.shape[:1] + win.out_size, planes.dtype, like=planes)
 
 
 # ------------------------------------------------------------------------------------------- differentiable ops
@@ -149,8 +149,8 @@ class _MaxPool(Function):
     @staticmethod
     def forward(ctx, x: Tensor, win: Windows, nd: int):
         lead, planes, out = _pool_buffers(x, win, nd)
-        indices = np.empty(out.shape, np.int64)
-        pool_kernels.max_pool(planes, out, indices, win.starts, win.counts, win.steps)
+        indices = np.empty(out.shape, np.int64, like=out)
+        family("pooling", out).max_pool(planes, out, indices, win.starts, win.counts, win.steps)
         shape = lead + win.out_size[3 - nd:]
         idx = Tensor._make(indices.reshape(shape))
         ctx.mark_non_differentiable(idx)
@@ -170,9 +170,9 @@ class _MaxPoolBackward(Function):
     def forward(ctx, g: Tensor, indices: Tensor, in_shape: tuple, nd: int):
         planes, size = _rows(in_shape, nd)
         dt = kernel_dtype(g._array.dtype)
-        grad = np.ascontiguousarray(g._array, dtype=dt).reshape(_rows(g.shape, nd))
-        out = np.empty((planes, size), dt)
-        pool_kernels.max_pool_backward(grad, np.ascontiguousarray(indices._array).reshape(grad.shape), out)
+        grad = ascontiguous(g._array, dtype=dt).reshape(_rows(g.shape, nd))
+        out = np.empty((planes, size), dt, like=grad)
+        family("pooling", grad).max_pool_backward(grad, ascontiguous(indices._array).reshape(grad.shape), out)
         ctx.indices, ctx.nd = indices, nd
         return _restore(out, in_shape, g._array.dtype)
 
@@ -193,7 +193,7 @@ class _AvgPool(Function):
     @staticmethod
     def forward(ctx, x: Tensor, win: Windows, nd: int):
         lead, planes, out = _pool_buffers(x, win, nd)
-        pool_kernels.avg_pool(planes, out, win.starts, win.counts, win.divisors, win.override)
+        family("pooling", planes).avg_pool(planes, out, win.starts, win.counts, win.divisors, win.override)
         if ctx.needs_input_grad:
             ctx.win, ctx.in_shape, ctx.nd = win, tuple(x.shape), nd
         return _restore(out, lead + win.out_size[3 - nd:], x._array.dtype)
@@ -210,8 +210,8 @@ class _AvgPoolBackward(Function):
     def forward(ctx, g: Tensor, win: Windows, in_shape: tuple, nd: int):
         lead = _lead(in_shape, nd)
         grad = _planes(g._array, lead, win.out_size)
-        out = np.empty(grad.shape[:1] + win.in_size, grad.dtype)
-        pool_kernels.avg_pool_backward(grad, out, win.starts, win.counts, win.divisors, win.override)
+        out = np.empty(grad.shape[:1] + win.in_size, grad.dtype, like=grad)
+        family("pooling", grad).avg_pool_backward(grad, out, win.starts, win.counts, win.divisors, win.override)
         if ctx.needs_input_grad:
             ctx.win, ctx.nd = win, nd
         return _restore(out, in_shape, g._array.dtype)

@@ -93,8 +93,8 @@ class _Embedding(Function):
             if ctx.scale:
                 factor /= np.bincount(flat, minlength=num)[flat]
             factor[flat == ctx.padding_idx] = 0.0
-            rows = rows * Tensor._make(factor.astype(dtype.np)).unsqueeze(1)
-        return zeros((num, dim), dtype=dtype).index_add(0, Tensor._make(flat), rows), None, None, None
+            rows = rows * Tensor._make(factor.astype(dtype.np)).to(g.device).unsqueeze(1)
+        return zeros((num, dim), dtype=dtype, device=g.device).index_add(0, Tensor._make(flat), rows), None, None, None
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...tensor.tensor import Tensor
+from ...tensor._dispatch import ascontiguous
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
            "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
@@ -43,7 +44,7 @@ def _ints(op: str, value: Any, arg: str) -> tuple[int, ...]:
 
 
 def _index(idx: np.ndarray) -> Tensor:
-    return Tensor._make(np.ascontiguousarray(idx, dtype=np.int64))
+    return Tensor._make(ascontiguous(idx, dtype=np.int64))
 
 
 def _select_along(x: Tensor, dim: int, idx: np.ndarray) -> Tensor:
@@ -53,7 +54,7 @@ def _select_along(x: Tensor, dim: int, idx: np.ndarray) -> Tensor:
 
 def _matrix_along(x: Tensor, dim: int, matrix: np.ndarray) -> Tensor:
     """Apply the (out x in) ``matrix`` along ``dim`` of ``x`` (gradient: the transposed matrix)."""
-    m = Tensor._make(np.ascontiguousarray(matrix.T, dtype=x.dtype.np))
+    m = Tensor._make(ascontiguous(matrix.T, dtype=x.dtype.np))
     return (x.movedim(dim, -1) @ m).movedim(-1, dim)
 
 
@@ -474,7 +475,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     axes = [_base_coords(n, align_corners, theta.dtype.np) for n in reversed(spatial)]  # x, y, (z)
     mesh = np.meshgrid(*reversed(axes), indexing="ij")  # per (D,) H, W
     columns = [mesh[k - 1 - j] for j in range(k)] + [np.ones(spatial, dtype=theta.dtype.np)]
-    base = Tensor._make(np.ascontiguousarray(np.stack(columns, -1).reshape(-1, k + 1)))
+    base = Tensor._make(ascontiguous(np.stack(columns, -1).reshape(-1, k + 1)))
     grid = base @ theta.transpose(1, 2)  # (N, P, k)
     return grid.reshape(size[0], *spatial, k)
 

@@ -17,13 +17,14 @@ from ...tensor.creation import full
 from ...tensor.indexing import index_select
 from ...tensor.joins import cat
 from ...tensor.tensor import Tensor
+from ...tensor._dispatch import ascontiguous
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "unpad_sequence",
            "pack_sequence", "unpack_sequence", "invert_permutation"]
 
 
 def _index(values: np.ndarray) -> Tensor:
-    return Tensor._make(np.ascontiguousarray(values, dtype=np.int64))
+    return Tensor._make(ascontiguous(values, dtype=np.int64))
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:

@@ -1,0 +1,513 @@
+"""NumPy's array protocols for device storage, so the tensor layer's array code runs on the GPU unchanged.
+
+The tensor layer is written against NumPy arrays: it calls ``np.reshape``, ``np.empty_like``, ``np.where``,
+``a.astype(...)``, ufuncs and basic indexing on a tensor's array. ``DeviceStorage`` takes part in NumPy's
+dispatch (``__array_function__``, ``__array_ufunc__``) and offers the ndarray methods that code uses, each one
+running on the device through this backend's kernels. A NumPy function with no device version here raises a
+RuntimeError that names it, instead of silently copying to the host; implicit conversion to a host array
+(``np.asarray(storage)``) is refused for the same reason.
+
+Views are computed exactly as NumPy computes them, on a *shadow*: a zero-cost NumPy array of one-byte items
+whose byte strides are the storage's element strides. Whatever view NumPy makes of the shadow (reshape without
+copy, squeeze, swapaxes, broadcast_to, diagonal, basic indexing) gives the device view's shape, strides and
+offset change, so device views follow NumPy's rules to the letter with no code of their own.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import opcodes as op
+
+__all__ = ["NdarrayProtocol", "constant", "is_device_array"]
+
+_ANCHOR = np.zeros(1, np.uint8)
+_ANCHOR_PTR = _ANCHOR.__array_interface__["data"][0]
+
+
+def is_device_array(x: Any) -> bool:
+    """Whether ``x`` is device storage (anything taking part in this protocol)."""
+    return isinstance(x, NdarrayProtocol)
+
+
+def _shadow(s) -> np.ndarray:
+    """A NumPy stand-in with ``s``'s shape whose byte strides equal ``s``'s element strides (never read)."""
+    return np.lib.stride_tricks.as_strided(_ANCHOR, s.shape, s.strides)
+
+
+def _from_shadow(s, view: np.ndarray):
+    """The device view of ``s`` that ``view`` (made from ``_shadow(s)``) describes."""
+    moved = view.__array_interface__["data"][0] - _ANCHOR_PTR
+    return type(s)(s.buffer, view.shape, view.strides, s.offset + moved)
+
+
+def _view_function(func: Callable) -> Callable:
+    """A NumPy view function applied to device storage through its shadow."""
+    def apply(a, *args, **kwargs):
+        return _from_shadow(a, func(_shadow(a), *args, **kwargs))
+    apply.__name__ = func.__name__
+    return apply
+
+
+def _is_advanced(key: Any) -> bool:
+    """Whether an indexing key holds index arrays (NumPy's advanced indexing) rather than only basic items."""
+    items = key if isinstance(key, tuple) else (key,)
+    return any(not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))) for k in items)
+
+
+def _buffer_positions(s, key) -> np.ndarray:
+    """The buffer index of every element ``s[key]`` selects, by NumPy's indexing rules (host int64 array).
+
+    Each dim contributes ``index * stride``: its coordinate grid, broadcast to ``s``'s shape (a free view), is
+    indexed with the same key, so the work is the size of the result, never of ``s``."""
+    key = tuple(k.to_numpy() if is_device_array(k) else k for k in (key if isinstance(key, tuple) else (key,)))
+    total = np.asarray(s.offset, np.int64)
+    for d, (n, step) in enumerate(zip(s.shape, s.strides)):
+        coord = (np.arange(n, dtype=np.int64) * step).reshape((1,) * d + (n,) + (1,) * (len(s.shape) - d - 1))
+        total = total + np.broadcast_to(coord, s.shape)[key]
+    return np.ascontiguousarray(total, dtype=np.int64).reshape(np.shape(total))
+
+
+# ----------------------------------------------------------------------------- constants
+_CONSTANTS: OrderedDict = OrderedDict()
+
+
+def constant(value: Any, dtype: Any):
+    """A cached 0-d device array holding ``value`` (scalars met in ops: 2.0, 0.5, 1, ...)."""
+    from .storage import DeviceStorage
+
+    host = np.asarray(value).astype(dtype)
+    key = (host.dtype.str, host.tobytes())
+    found = _CONSTANTS.get(key)
+    if found is None:
+        found = _CONSTANTS[key] = DeviceStorage.from_numpy(host)
+        if len(_CONSTANTS) > 1024:
+            _CONSTANTS.popitem(last=False)
+    else:
+        _CONSTANTS.move_to_end(key)
+    return found
+
+
+def to_device_operand(x: Any, dtype: Any = None):
+    """Device storage for a kernel operand: device storage as is, a scalar or 0-d/1-element host array as a
+    cached constant. A larger host array here means a CPU tensor met a CUDA one in an op."""
+    if is_device_array(x):
+        return x if dtype is None or x.dtype == np.dtype(dtype) else x.astype(dtype)
+    host = np.asarray(x) if dtype is None else np.asarray(x).astype(dtype)
+    if host.size == 1:
+        return constant(host.reshape(()), host.dtype).reshape(host.shape)
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+                       f"cpu! (a host array of shape {host.shape} met CUDA storage)")
+
+
+# ----------------------------------------------------------------------------- ufuncs
+_UNARY_UFUNCS = {
+    "negative": op.NEG, "absolute": op.ABS, "square": op.SQUARE, "sign": op.SIGN, "logical_not": op.LOGICAL_NOT,
+    "invert": op.BITWISE_NOT, "exp": op.EXP, "exp2": op.EXP2, "expm1": op.EXPM1, "log": op.LOG, "log2": op.LOG2,
+    "log10": op.LOG10, "log1p": op.LOG1P, "sin": op.SIN, "cos": op.COS, "tan": op.TAN, "arcsin": op.ASIN,
+    "arccos": op.ACOS, "arctan": op.ATAN, "sinh": op.SINH, "cosh": op.COSH, "tanh": op.TANH, "arcsinh": op.ASINH,
+    "arccosh": op.ACOSH, "arctanh": op.ATANH, "sqrt": op.SQRT, "reciprocal": op.RECIPROCAL, "floor": op.FLOOR,
+    "ceil": op.CEIL, "rint": op.ROUND, "trunc": op.TRUNC, "isnan": op.ISNAN, "isinf": op.ISINF,
+    "isfinite": op.ISFINITE, "signbit": op.SIGNBIT, "positive": op.COPY,
+}
+_BOOL_RESULT = {"isnan", "isinf", "isfinite", "signbit", "logical_not", "equal", "not_equal", "less", "less_equal",
+                "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"}
+_BINARY_UFUNCS = {
+    "add": op.ADD, "subtract": op.SUB, "multiply": op.MUL, "divide": op.DIV, "true_divide": op.DIV,
+    "maximum": op.MAXIMUM, "minimum": op.MINIMUM, "fmax": op.FMAX, "fmin": op.FMIN, "equal": op.EQ,
+    "not_equal": op.NE, "less": op.LT, "less_equal": op.LE, "greater": op.GT, "greater_equal": op.GE,
+    "logical_and": op.LOGICAL_AND, "logical_or": op.LOGICAL_OR, "logical_xor": op.LOGICAL_XOR,
+    "arctan2": op.ATAN2, "hypot": op.HYPOT, "copysign": op.COPYSIGN, "bitwise_and": op.BITWISE_AND,
+    "bitwise_or": op.BITWISE_OR, "bitwise_xor": op.BITWISE_XOR, "left_shift": op.LSHIFT, "right_shift": op.RSHIFT,
+    "floor_divide": op.FLOOR_DIV, "remainder": op.REMAINDER, "fmod": op.FMOD, "power": op.POW,
+}
+_INTEGER_TWINS = {op.FLOOR_DIV: op.IFLOOR_DIV, op.REMAINDER: op.IREMAINDER, op.FMOD: op.IFMOD, op.POW: op.IPOW}
+
+
+def _matmul(a, b, out=None):
+    """NumPy's matmul (1-D operands promoted and dropped, batch dims broadcast) on the tiled device kernel."""
+    from .products import matmul
+
+    a, b = to_device_operand(a), to_device_operand(b)
+    dtype = np.result_type(a.dtype, b.dtype)
+    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+    (m, k), (k2, n) = a2.shape[-2:], b2.shape[-2:]
+    if k != k2:
+        raise ValueError(f"matmul: mismatch in core dimension ({a.shape} @ {b.shape})")
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    count = math.prod(batch)
+    a3 = _view_function(np.broadcast_to)(a2, batch + (m, k)).reshape(count, m, k)
+    b3 = _view_function(np.broadcast_to)(b2, batch + (k, n)).reshape(count, k, n)
+    result = type(a).empty((count, m, n), dtype)
+    matmul(a3, b3, result)
+    shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
+    result = result.reshape(shape)
+    if out is None:
+        return result
+    out.copy_from(result)
+    return out
+
+
+def _apply_ufunc(ufunc: np.ufunc, inputs: tuple, out: Any):
+    from . import elementwise
+
+    name = ufunc.__name__
+    if name == "matmul":
+        return _matmul(*inputs, out=out)
+    table = _UNARY_UFUNCS if ufunc.nin == 1 else _BINARY_UFUNCS
+    code = table.get(name)
+    if code is None or ufunc.nin > 2:
+        raise RuntimeError(f"ember: numpy.{name} has no CUDA implementation (a CUDA tensor reached a CPU-only "
+                           "code path)")
+    probes = [x.dtype if is_device_array(x) else x for x in inputs]
+    compute = np.result_type(*probes)
+    if name in ("divide", "true_divide") and compute.kind in "biu":
+        compute = np.dtype(np.float64)
+    if compute.kind in "biu":
+        code = _INTEGER_TWINS.get(code, code)
+    shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
+    result_dtype = np.dtype(np.bool_) if name in _BOOL_RESULT else compute
+    operands = [to_device_operand(x, compute) for x in inputs]
+    if out is None:
+        out = type(operands[0]).empty(shape, result_dtype)
+    (elementwise.unary if ufunc.nin == 1 else elementwise.binary)(code, *operands, out)
+    return out
+
+
+# ----------------------------------------------------------------------------- array functions
+def _storage_type():
+    from .storage import DeviceStorage
+    return DeviceStorage
+
+
+def _dtype_of(a, dtype):
+    return np.dtype(dtype) if dtype is not None else a.dtype
+
+
+def _shape_arg(shape) -> tuple[int, ...]:
+    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+
+
+def _empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _storage_type().empty(a.shape if shape is None else _shape_arg(shape), _dtype_of(a, dtype))
+
+
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    out = _empty_like(a, dtype, shape=shape)
+    out.fill(fill_value)
+    return out
+
+
+def _zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _full_like(a, 0, dtype, shape=shape)
+
+
+def _ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return _full_like(a, 1, dtype, shape=shape)
+
+
+def _creation_like(fill: Any) -> Callable:
+    """``np.empty/zeros/ones(shape, dtype, like=storage)``: NEP 35 creation on the device."""
+    def create(shape, dtype=float, order="C", *, like=None, device=None):
+        out = _storage_type().empty(_shape_arg(shape), np.dtype(dtype))
+        if fill is not None:
+            out.fill(fill)
+        return out
+    return create
+
+
+def _full(shape, fill_value, dtype=None, order="C", *, like=None, device=None):
+    dtype = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+    out = _storage_type().empty(_shape_arg(shape), dtype)
+    out.fill(fill_value)
+    return out
+
+
+def _copyto(dst, src, casting="same_kind", where=True):
+    if where is not True:
+        raise RuntimeError("ember: numpy.copyto with where= has no CUDA implementation")
+    if not is_device_array(dst):  # device to host: an explicit copy
+        np.copyto(dst, src.to_numpy() if is_device_array(src) else src, casting=casting)
+        return
+    dst.copy_from(src)
+
+
+def _ascontiguousarray(a, dtype=None, *, like=None, device=None):
+    out = a.contiguous()
+    return out if dtype is None or out.dtype == np.dtype(dtype) else out.astype(dtype)
+
+
+def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    arrays = [to_device_operand(a) for a in arrays]
+    if axis is None:
+        arrays, axis = [a.reshape(-1) for a in arrays], 0
+    axis = axis % arrays[0].ndim
+    dtype = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
+    shape = list(arrays[0].shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    out = out if out is not None else _storage_type().empty(shape, dtype)
+    start = 0
+    for a in arrays:
+        n = a.shape[axis]
+        out.slice(axis, start, start + n).copy_from(a)
+        start += n
+    return out
+
+
+def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    arrays = [to_device_operand(a) for a in arrays]
+    axis = axis % (arrays[0].ndim + 1)
+    return _concatenate([_view_function(np.expand_dims)(a, axis) for a in arrays], axis, out, dtype)
+
+
+def _where(condition, x=None, y=None):
+    from . import elementwise
+
+    if x is None or y is None:
+        raise RuntimeError("ember: numpy.where with one argument (nonzero) has no CUDA implementation")
+    dtype = np.result_type(*[v.dtype if is_device_array(v) else v for v in (x, y)])
+    shape = np.broadcast_shapes(*(np.shape(v) for v in (condition, x, y)))
+    out = _storage_type().empty(shape, dtype)
+    elementwise.ternary(op.WHERE, to_device_operand(condition, np.bool_), to_device_operand(x, dtype),
+                        to_device_operand(y, dtype), out)
+    return out
+
+
+def _take_along_axis(arr, indices, axis):
+    indices = indices.to_numpy() if is_device_array(indices) else np.asarray(indices)
+    axis = axis % arr.ndim
+    key = tuple(indices if d == axis else np.arange(n).reshape((1,) * d + (n,) + (1,) * (arr.ndim - d - 1))
+                for d, n in enumerate(arr.shape))
+    return arr[key]
+
+
+def _shares_memory(a, b, max_work=None):
+    if not (is_device_array(a) and is_device_array(b)) or a.buffer is not b.buffer:
+        return False
+    (lo_a, hi_a), (lo_b, hi_b) = a.span(), b.span()
+    return lo_a < hi_b and lo_b < hi_a
+
+
+def _result_type(*arrays_and_dtypes):
+    return np.result_type(*[a.dtype if is_device_array(a) else a for a in arrays_and_dtypes])
+
+
+def _shape(a):
+    return a.shape
+
+
+def _ndim(a):
+    return a.ndim
+
+
+def _size(a, axis=None):
+    return a.size if axis is None else a.shape[axis]
+
+
+def _transpose(a, axes=None):
+    return a.transpose(axes)
+
+
+def _moveaxis(a, source, destination):
+    return _view_function(np.moveaxis)(a, source, destination)
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    return a.reshape(shape if shape is not None else newshape, copy=copy)
+
+
+def _ravel(a, order="C"):
+    return a.reshape(-1)
+
+
+def _array_equal(a1, a2, equal_nan=False):
+    if np.shape(a1) != np.shape(a2):
+        return False
+    host = [x.to_numpy() if is_device_array(x) else np.asarray(x) for x in (a1, a2)]
+    return bool(np.array_equal(*host, equal_nan=equal_nan))
+
+
+def _host_reduction(func: Callable) -> Callable:
+    """A reduction NumPy code uses for validation (``np.all(idx >= 0)``): computed on the host copy."""
+    def reduce_on_host(a, *args, **kwargs):
+        return func(a.to_numpy() if is_device_array(a) else a, *args, **kwargs)
+    return reduce_on_host
+
+
+_FUNCTIONS: dict[Callable, Callable] = {
+    np.empty_like: _empty_like, np.zeros_like: _zeros_like, np.ones_like: _ones_like, np.full_like: _full_like,
+    np.empty: _creation_like(None), np.zeros: _creation_like(0), np.ones: _creation_like(1), np.full: _full,
+    np.copyto: _copyto, np.ascontiguousarray: _ascontiguousarray, np.concatenate: _concatenate, np.stack: _stack,
+    np.where: _where, np.result_type: _result_type, np.shape: _shape, np.ndim: _ndim, np.size: _size,
+    np.transpose: _transpose, np.moveaxis: _moveaxis, np.reshape: _reshape, np.ravel: _ravel,
+    np.array_equal: _array_equal, np.shares_memory: _shares_memory, np.may_share_memory: _shares_memory, np.take_along_axis: _take_along_axis, np.flip: _view_function(np.flip),
+    np.squeeze: _view_function(np.squeeze), np.expand_dims: _view_function(np.expand_dims),
+    np.swapaxes: _view_function(np.swapaxes), np.broadcast_to: _view_function(np.broadcast_to),
+    np.diagonal: _view_function(np.diagonal),
+    np.all: _host_reduction(np.all), np.any: _host_reduction(np.any), np.min: _host_reduction(np.min),
+    np.max: _host_reduction(np.max), np.amin: _host_reduction(np.amin), np.amax: _host_reduction(np.amax),
+    np.array_equiv: _host_reduction(np.array_equiv),
+}
+
+
+def _no_device_version(name: str):
+    return RuntimeError(f"ember: numpy.{name} has no CUDA implementation (a CUDA tensor reached a CPU-only code "
+                        "path); move the tensor to the CPU with .cpu() for this operation")
+
+
+class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
+    """The ndarray surface of device storage (mixed into ``DeviceStorage``); see the module docstring."""
+
+    __slots__ = ()
+    __array_priority__ = 2000
+    __ember_device_array__ = True
+    device_index = 0  # one device per process for now: multi-GPU placement is still to come
+
+    # -- NumPy dispatch ---------------------------------------------------------------------------------------
+    def __array_function__(self, func, types, args, kwargs):
+        impl = _FUNCTIONS.get(func)
+        if impl is None:
+            raise _no_device_version(func.__name__)
+        return impl(*args, **kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        if method != "__call__" or kwargs:
+            raise _no_device_version(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__)
+        if isinstance(out, tuple):
+            out = out[0]
+        return _apply_ufunc(ufunc, inputs, out)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                        "host memory first.")
+
+    # -- metadata ---------------------------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def flags(self):
+        """The ndarray flags the tensor layer reads (contiguity; device storage is always writeable)."""
+        return SimpleNamespace(c_contiguous=self.is_contiguous, contiguous=self.is_contiguous, writeable=True,
+                               f_contiguous=self.ndim <= 1 and self.is_contiguous)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def data_ptr(self) -> int:
+        """The device address of this view's first element (the simulator has no addresses: a stable stand-in)."""
+        interface = getattr(self.buffer, "__cuda_array_interface__", None)
+        base = interface["data"][0] if interface else id(self.buffer) * 256
+        return base + self.offset * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    # -- views ------------------------------------------------------------------------------------------------
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = None if axes[0] is None else tuple(int(a) for a in axes[0])
+        return _from_shadow(self, _shadow(self).transpose(axes or None))
+
+    def reshape(self, *shape, order: str = "C", copy: bool | None = None):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        try:
+            return _from_shadow(self, np.reshape(_shadow(self), shape, copy=False))
+        except ValueError:
+            if copy is False:
+                raise
+        return self.contiguous().reshape(shape)
+
+    def view(self, dtype=None):
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            raise RuntimeError("ember: reinterpreting CUDA storage as another dtype is not supported")
+        return type(self)(self.buffer, self.shape, self.strides, self.offset)
+
+    def squeeze(self, axis=None):
+        return _from_shadow(self, _shadow(self).squeeze(axis))
+
+    def __getitem__(self, key):
+        if _is_advanced(key):
+            from .indexing import take
+
+            positions = _buffer_positions(self, key)
+            out = type(self).empty(positions.shape, self.dtype)
+            take(self, type(self).from_numpy(positions), out)
+            return out
+        view = _shadow(self)[key]
+        if not isinstance(view, np.ndarray):  # an integer key on every dim gives a NumPy scalar: keep a 0-d view
+            view = _shadow(self)[key + (Ellipsis,) if isinstance(key, tuple) else (key, Ellipsis)]
+        return _from_shadow(self, view)
+
+    def __setitem__(self, key, value) -> None:
+        if not _is_advanced(key):
+            self[key].copy_from(value)
+            return
+        from .indexing import scatter
+
+        positions = _buffer_positions(self, key)
+        values = type(self).empty(positions.shape, self.dtype)
+        values.copy_from(value if is_device_array(value) else np.asarray(value))
+        whole = type(self)(self.buffer, (self.buffer.size,), (1,), 0)
+        scatter("assign", whole, type(self).from_numpy(positions.reshape(-1)), values.reshape(-1))
+
+    # -- copies and conversion --------------------------------------------------------------------------------
+    def astype(self, dtype, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True):
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        out = type(self).empty(self.shape, dtype)
+        out.copy_from(self)
+        return out
+
+    def copy(self, order: str = "C"):
+        return self.astype(self.dtype)
+
+    def fill(self, value) -> None:
+        self.copy_from(constant(value, self.dtype))
+
+    def item(self, *args):
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self.to_numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.to_numpy().tolist()
+
+    def sum(self, axis=None, dtype=None, keepdims: bool = False):
+        """A device reduction (``axis`` None, an int or a tuple), accumulating in ``dtype`` when given."""
+        from .. import opcodes
+        from .reductions import reduce
+
+        source = self if dtype is None or np.dtype(dtype) == self.dtype else self.astype(dtype)
+        dims = tuple(range(self.ndim)) if axis is None else tuple(
+            d % self.ndim for d in ((axis,) if isinstance(axis, (int, np.integer)) else axis))
+        kept = tuple(1 if d in dims else n for d, n in enumerate(self.shape))
+        out = type(self).empty(kept, np.result_type(source.dtype, np.int64) if source.dtype.kind in "bi" else
+                               source.dtype)
+        reduce(opcodes.R_SUM, source, dims, out)
+        return out if keepdims else out.reshape(tuple(n for d, n in enumerate(self.shape) if d not in dims))
+
+    def min(self, *args, **kwargs):
+        return self.to_numpy().min(*args, **kwargs)
+
+    def max(self, *args, **kwargs):
+        return self.to_numpy().max(*args, **kwargs)

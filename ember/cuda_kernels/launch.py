@@ -28,7 +28,7 @@ TWO_PASS_MIN = 4 * REDUCE_THREADS
 # A reduction with at least this many outputs, each over at most this many elements, runs one thread per output
 # (no barriers: on a GPU the threads of a warp read neighbouring outputs; the simulator pays dearly per barrier).
 SERIAL_REDUCE_MIN_OUTPUTS = 8 if SIMULATOR else 1024
-SERIAL_REDUCE_MAX_EXTENT = 4096 if SIMULATOR else 64
+SERIAL_REDUCE_MAX_EXTENT = 64
 
 _META: OrderedDict = OrderedDict()
 _META_MAX = 4096

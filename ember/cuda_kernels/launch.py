@@ -14,7 +14,8 @@ from numba import config, cuda
 
 from ..cpu_kernels.layout import collapse as collapse_arrays
 
-__all__ = ["SIMULATOR", "THREADS", "MAX_BLOCKS", "REDUCE_THREADS", "TWO_PASS_MIN", "SERIAL_REDUCE_MIN_OUTPUTS", "SERIAL_REDUCE_MAX_EXTENT", "grid", "device_meta", "collapse"]
+__all__ = ["SIMULATOR", "THREADS", "MAX_BLOCKS", "REDUCE_THREADS", "TWO_PASS_MIN", "SERIAL_REDUCE_MIN_OUTPUTS",
+           "SERIAL_REDUCE_MAX_EXTENT", "grid", "device_meta", "collapse"]
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
 # Threads per block of the elementwise kernels and the most blocks one launch uses.

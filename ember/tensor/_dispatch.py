@@ -16,11 +16,7 @@ def backend(*operands: Any):
 
     CUDA tensors may meet Python numbers and 0-d CPU tensors (as in torch); any other CPU tensor in the same op
     is torch's "Expected all tensors to be on the same device" RuntimeError."""
-    found = None
-    for x in operands:
-        if isinstance(x, Tensor) and type(x._array) is not np.ndarray:
-            found = x
-            break
+    found = next((x for x in operands if isinstance(x, Tensor) and on_device(x._array)), None)
     if found is None:
         return cpu_kernels
     for x in operands:
@@ -35,7 +31,7 @@ def backend(*operands: Any):
 def ascontiguous(array: Any, dtype: Any = None) -> Any:
     """``np.ascontiguousarray`` for NumPy arrays and device storage alike (NumPy's own would copy device storage
     to the host, which device storage refuses)."""
-    if type(array) is np.ndarray or not hasattr(array, "__ember_device_array__"):
+    if not on_device(array):
         return np.ascontiguousarray(array, dtype=dtype)
     array = array.contiguous()
     return array if dtype is None or array.dtype == np.dtype(dtype) else array.astype(dtype)
@@ -43,20 +39,15 @@ def ascontiguous(array: Any, dtype: Any = None) -> Any:
 
 def copy_array(array: Any, order: str = "C") -> Any:
     """A copy that shares nothing (``np.array(a, copy=True)``), on the array's device; device copies are C order."""
-    if type(array) is np.ndarray:
-        return np.array(array, order=order, copy=True)
-    return array.copy()
+    return array.copy() if on_device(array) else np.array(array, order=order, copy=True)
 
 
 _FAMILIES: dict[tuple[str, str], Any] = {}
 
 
 def _backend_name(operands: tuple) -> str:
-    for x in operands:
-        array = x._array if isinstance(x, Tensor) else x
-        if type(array) is not np.ndarray and hasattr(array, "__ember_device_array__"):
-            return "cuda_kernels"
-    return "cpu_kernels"
+    return "cuda_kernels" if any(on_device(x._array if isinstance(x, Tensor) else x) for x in operands) \
+        else "cpu_kernels"
 
 
 def array_backend(*arrays: Any):
@@ -76,8 +67,8 @@ def family(name: str, *operands: Any):
 
 
 def on_device(array: Any) -> bool:
-    """Whether an array is device storage rather than a NumPy array."""
-    return type(array) is not np.ndarray
+    """Whether an array is device storage (anything else, NumPy arrays and numbers, lives on the host)."""
+    return type(array) is not np.ndarray and hasattr(array, "__ember_device_array__")
 
 
 def shape_of(x: Any) -> tuple[int, ...] | None:
@@ -136,7 +127,7 @@ def empty_like_layout(template: np.ndarray | None, shape: tuple[int, ...], dt: d
     (e.g. channels_last) when shapes agree."""
     if template is not None and template.shape == shape and template.ndim > 1:
         return np.empty_like(template, dtype=dt.np, order="K")
-    if like is not None and type(like) is not np.ndarray:
+    if on_device(like):
         return np.empty(shape, dtype=dt.np, like=like)
     return np.empty(shape, dtype=dt.np)
 

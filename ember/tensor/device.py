@@ -71,8 +71,8 @@ def as_device(value: Any) -> device:
     """Normalise a ``device=`` argument (None is the CPU); a CUDA request initialises CUDA or explains why not."""
     if value is None:
         return CPU
-    if type(value) is device and (value.type == "cpu" or value.index is not None and value in _CUDA_DEVICES.values()):
-        return value
+    if value is CPU or (type(value) is device and _CUDA_DEVICES.get(value.index) is value):
+        return value  # already normalised (a tensor's own device)
     dev = value if isinstance(value, device) else device(value)
     if dev.type == "cuda":
         from .. import cuda

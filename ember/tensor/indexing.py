@@ -24,6 +24,7 @@ import numpy as np
 from ..autograd.function import Function
 from . import dtypes, views
 from ._dispatch import ascontiguous, backend, broadcast_shapes, copy_array, sum_to_shape
+from .device import CPU, place
 from .conversion import copy_
 from .elementwise import _dtype_name, inplace, where as _where3
 from .tensor import Tensor, _wrap_dim
@@ -65,7 +66,7 @@ def _classify(item: Any, ints_select: bool) -> tuple[str, Any]:
             raise ValueError("step must be greater than zero")
         return "slice", item
     if isinstance(item, Tensor):
-        arr = item._array if type(item._array) is np.ndarray else item._array.to_numpy()  # indices checked on host
+        arr = place(item._array, CPU)  # indices are checked on the host
         if arr.dtype == np.bool_ or arr.dtype == np.uint8:
             return ("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr.astype(np.bool_, copy=False))
         if arr.dtype not in (np.int64, np.int32):
@@ -286,7 +287,7 @@ def _index_array(op: str, index: Any, allowed: tuple = (np.int64, np.int32), mes
     """The index tensor's array as int64, or torch's error when it is not an allowed integer tensor."""
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    arr = index._array if type(index._array) is np.ndarray else index._array.to_numpy()  # checked on the host
+    arr = place(index._array, CPU)  # checked on the host
     if arr.dtype not in allowed:
         raise dtype_error(message or f"{op}(): Expected dtype int32/int64 for index")
     return arr.astype(np.int64, copy=False)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.tensor.device import CPU, place
 from ember.tensor.dtypes import get_default_dtype
 
 __all__ = ["get_printoptions", "set_printoptions", "tensor_repr"]
@@ -201,7 +202,7 @@ def _append_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 
 def tensor_repr(t: Any) -> str:
     """What ``repr`` shows for an ember tensor: PyTorch's text with ``ember.`` dtype names."""
-    array = t._array if type(t._array) is np.ndarray else t._array.to_numpy()
+    array = place(t._array, CPU)
     dtype_name = t.dtype.name
     default_name = get_default_dtype().name
     suffixes = [] if t.device.type == "cpu" else [f"device='{t.device}'"]

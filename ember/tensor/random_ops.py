@@ -24,7 +24,7 @@ import numpy as np
 from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
-from .device import as_device, place
+from .device import CPU, as_device, place
 from .memory_format import empty_in_format, preserve_format
 from .tensor import Tensor, _check_inplace
 
@@ -96,11 +96,6 @@ def _np_generator(op: str, generator: Any) -> np.random.Generator:
     if not isinstance(generator, _random.Generator):
         raise TypeError(f"{op}(): argument 'generator' must be torch.Generator, not {type(generator).__name__}")
     return generator._np
-
-
-def _host(array: Any) -> np.ndarray:
-    """A host view or copy of an array parameter of a sampler (probabilities, means)."""
-    return array if type(array) is np.ndarray else array.to_numpy()
 
 
 def _resolve_dtype(dtype: Any, default: dtypes.dtype) -> dtypes.dtype:
@@ -321,7 +316,7 @@ def normal_(t: Tensor, mean: float = 0, std: float = 1, *, generator: Any = None
 def bernoulli_(t: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     """Fill ``t`` with 0/1 draws, 1 with probability ``p`` (a number or a tensor that expands to ``t``)."""
     if isinstance(p, Tensor):
-        p = _host(p._array).astype(np.float64)
+        p = place(p._array, CPU).astype(np.float64)
     return _inplace("bernoulli_", t, _fill_bernoulli, generator, p)
 
 
@@ -463,7 +458,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     device = tensors[0].device if device is None else as_device(device)
     dt = tensors[0].dtype  # torch samples in mean's dtype (std's when mean is a number)
     shape = broadcast_shapes(*(t._array.shape for t in tensors))
-    mean, std = (_host(x._array) if isinstance(x, Tensor) else x for x in (mean, std))
+    mean, std = (place(x._array, CPU) if isinstance(x, Tensor) else x for x in (mean, std))
     return _sample("normal", (np.empty(shape, dt.np), device), requires_grad, generator, _fill_normal, mean, std)
 
 
@@ -472,7 +467,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -
     array = _empty_like("bernoulli", input, None, None, preserve_format)
     if p is None:
         _require_float(input._array, "bernoulli_tensor_cpu_p_", "bernoulli")
-        p = _host(input._array).astype(np.float64)
+        p = place(input._array, CPU).astype(np.float64)
     return _sample("bernoulli", array, False, generator, _fill_bernoulli, p)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from . import dtypes
-from .device import place
+from .device import CPU, place
 from ._dispatch import backend, on_device, sum_to_shape
 from .tensor import Size, Tensor, _wrap_dim
 
@@ -493,7 +493,7 @@ class MovePositions(Function):
     @staticmethod
     def forward(ctx, g: Tensor, src: np.ndarray, dst: np.ndarray, capacity: int):
         ctx.src, ctx.dst, ctx.capacity = src, dst, capacity
-        grad = g._array if type(g._array) is np.ndarray else g._array.to_numpy()  # a host pass on CUDA (rare op)
+        grad = place(g._array, CPU)  # a host pass on CUDA (a rare op)
         flat = np.bincount(src.reshape(-1), weights=grad.reshape(-1).astype(np.float64), minlength=capacity)
         return place(flat[dst].astype(grad.dtype), g.device)
 

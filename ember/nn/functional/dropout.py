@@ -94,7 +94,8 @@ class _MaskedScale(Function):
         garr = ascontiguous(np.broadcast_to(g._array, mask.shape), dtype=cdt)
         out = np.empty(mask.shape, cdt, like=mask)
         if out.size:
-            family("dropout", out).masked_scale(garr.reshape(-1), ascontiguous(mask).reshape(-1), scale, out.reshape(-1))
+            family("dropout", out).masked_scale(garr.reshape(-1), ascontiguous(mask).reshape(-1), scale,
+                                                out.reshape(-1))
         return out if cdt == g.dtype.np else out.astype(g.dtype.np)
 
     @staticmethod

@@ -197,7 +197,8 @@ class _ClassNLL(Function):
         rows = (arr.shape[0], arr.shape[2])
         loss = np.empty(rows, arr.dtype, like=arr)
         lse = np.empty(rows, arr.dtype, like=arr)
-        total = family("losses", arr).class_nll_forward(arr, target, weight, ignore_index, smoothing, from_logits, loss, lse)
+        total = family("losses", arr).class_nll_forward(arr, target, weight, ignore_index, smoothing, from_logits,
+                                                        loss, lse)
         ctx.save_for_backward(x)
         ctx.spec = (target, weight, ignore_index, smoothing, from_logits, lse)
         ctx.reduction, ctx.total, ctx.rows = reduction, total, rows
@@ -229,7 +230,8 @@ class _ClassNLLGrad(Function):
         arr = _compute_array(x)
         grad = np.empty_like(arr)
         g = ascontiguous(per_row._array, dtype=arr.dtype)
-        family("losses", arr).class_nll_backward(arr, target, weight, lse, g, ignore_index, smoothing, from_logits, grad)
+        family("losses", arr).class_nll_backward(arr, target, weight, lse, g, ignore_index, smoothing, from_logits,
+                                                 grad)
         ctx.save_for_backward(x, per_row)
         ctx.spec = spec
         return grad.astype(x.dtype.np, copy=False)

@@ -93,8 +93,8 @@ class _RowsNorm(Function):
         rows = xa.size // (k * s) if xa.size else 0
         mean, rstd, y = np.empty(rows, like=xa), np.empty(rows, like=xa), np.empty_like(xa)
         if xa.size:
-            family("normalization", xa).rows_norm_forward(xa, _flat_or_empty(weight, cdt), _flat_or_empty(bias, cdt), groups, k, s,
-                                      eps, y, mean, rstd)
+            family("normalization", xa).rows_norm_forward(xa, _flat_or_empty(weight, cdt), _flat_or_empty(bias, cdt),
+                                                          groups, k, s, eps, y, mean, rstd)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
             ctx.arrays, ctx.geometry, ctx.eps = (xa, mean, rstd), (groups, k, s), eps
@@ -111,19 +111,20 @@ class _RowsNorm(Function):
             grads = _composite_grads(x.reshape(view), w4, gy.reshape(view), (2, 3), ctx.eps)
             return _grads_as_tensors(x, weight, bias, needs, grads) + (None,) * 4
         xa, mean, rstd = ctx.arrays
+        kernels = family("normalization", xa)
         cdt = compute_dtype(x.dtype)
         dya = _flat(gy, cdt)
         dx = None
         if needs[0]:
             dxa = np.empty_like(xa)
             if xa.size:
-                family("normalization", xa).rows_norm_backward(dya, xa, mean, rstd, _flat_or_empty(weight, cdt), groups, k, s, dxa)
+                kernels.rows_norm_backward(dya, xa, mean, rstd, _flat_or_empty(weight, cdt), groups, k, s, dxa)
             dx = _result(dxa, x)
         dw = db = None
         if (weight is not None and needs[1]) or (bias is not None and needs[2]):
             dw, db = np.zeros(groups * k, like=xa), np.zeros(groups * k, like=xa)
             if xa.size:
-                family("normalization", xa).rows_norm_affine_grads(dya, xa, mean, rstd, groups, k, s, dw, db)
+                kernels.rows_norm_affine_grads(dya, xa, mean, rstd, groups, k, s, dw, db)
         return dx, _param_grad(dw, weight, needs[1]), _param_grad(db, bias, needs[2]), None, None, None, None
 
 
@@ -208,17 +209,18 @@ class _ChannelNorm(Function):
             grads = _composite_grads(x.reshape(a, 1, c, s), w4, gy.reshape(a, 1, c, s), (0, 3), ctx.eps)
             return _grads_as_tensors(x, weight, bias, needs, grads) + (None, None)
         xa, mean, rstd = ctx.arrays
+        kernels = family("normalization", xa)
         dya = _flat(gy, compute_dtype(x.dtype))
         sum_dy, sum_dy_xmu = np.zeros(c, like=xa), np.zeros(c, like=xa)
         if xa.size:
-            family("normalization", xa).channel_grad_sums(dya, xa, mean, a, c, s, sum_dy, sum_dy_xmu)
+            kernels.channel_grad_sums(dya, xa, mean, a, c, s, sum_dy, sum_dy_xmu)
         dx = None
         if needs[0]:
             n = max(a * s, 1)  # an empty batch has an empty gradient
             wr = rstd * weight._array.astype(np.float64).reshape(-1) if weight is not None else rstd
             q = -wr * rstd * rstd * sum_dy_xmu / n
             dxa = np.empty_like(xa)
-            family("normalization", xa).channel_fma(dya, xa, wr, q, -wr * sum_dy / n - mean * q, c, s, dxa)
+            kernels.channel_fma(dya, xa, wr, q, -wr * sum_dy / n - mean * q, c, s, dxa)
             dx = _result(dxa, x)
         return dx, _param_grad(sum_dy_xmu * rstd, weight, needs[1]), _param_grad(sum_dy, bias, needs[2]), None, None
 

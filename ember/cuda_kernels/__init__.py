@@ -26,3 +26,13 @@ from .storage import DeviceStorage
 IMPLEMENTED = ("unary", "binary", "ternary", "reduce", "arg_reduce", "scan", "scan_indices", "matmul", "scatter")
 __all__ = ["DeviceStorage", "IMPLEMENTED", "unary", "binary", "ternary", "reduce", "arg_reduce", "scan", "scan_indices",
            "matmul", "scatter", "take"]
+
+
+def __getattr__(name: str):
+    """A contract entry this backend lacks is a clear error at the op that asked for it, not an AttributeError."""
+    from ..backend import CONTRACT
+
+    if name in CONTRACT:
+        raise NotImplementedError(f"Could not run '{name}' on the CUDA backend: ember has no CUDA kernel for it yet; "
+                                  "move the tensor to the CPU with .cpu() for this op")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -107,6 +107,7 @@ OPS = [
      True),
     ("conv2d", [f32(2, 2, 5, 5), f32(3, 2, 3, 3), f32(3)], lambda x, w, b: F.conv2d(x, w, b, padding=1), True),
     ("conv1d_stride", [f32(2, 2, 7), f32(3, 2, 3)], lambda x, w: F.conv1d(x, w, stride=2), True),
+    ("unfold_fold", [f32(1, 2, 4, 4)], lambda x: F.fold(F.unfold(x, 2), (4, 4), 2), True),
     ("max_pool2d", [f32(2, 2, 4, 4)], lambda x: F.max_pool2d(x, 2), True),
     ("avg_pool2d", [f32(2, 2, 4, 4)], lambda x: F.avg_pool2d(x, 2), True),
     ("layer_norm", [f32(3, 4), f32(4), f32(4)], lambda x, w, b: F.layer_norm(x, (4,), w, b), True),
@@ -114,7 +115,18 @@ OPS = [
      lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), True),
     ("group_norm", [f32(2, 4, 3), f32(4), f32(4)], lambda x, w, b: F.group_norm(x, 2, w, b), True),
     ("embedding", [i64(5, hi=6), f32(6, 3)], lambda i, w: F.embedding(i, w), True),
+    ("embedding_bag_sum_max", [i64(6, hi=5), f32(5, 3)],
+     lambda i, w: F.embedding_bag(i, w, ember.tensor([0, 2, 2], device=w.device))
+     + F.embedding_bag(i, w, ember.tensor([0, 2, 2], device=w.device), mode="max"), True),
+    ("lstm", [f32(4, 2, 3)], lambda x: _recurrent(ember.nn.LSTM, x)[0], True),
+    ("gru_bidirectional", [f32(4, 2, 3)], lambda x: _recurrent(ember.nn.GRU, x, bidirectional=True)[0], True),
 ]
+
+
+def _recurrent(layer, x, **options):
+    """A recurrent layer with the same seeded float64 weights on either device, applied to ``x``."""
+    ember.manual_seed(0)
+    return layer(3, 5, **options).double().to(x.device)(x)
 
 
 def _setitem(a, b):

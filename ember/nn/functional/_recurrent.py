@@ -19,11 +19,10 @@ import numpy as np
 from ...autograd import grad as autograd_grad
 from ...autograd.function import Function
 from ...autograd.grad_mode import enable_grad, is_grad_enabled
-from ...cpu_kernels import recurrent as kernels
 from ...tensor.joins import cat, stack
 from ...tensor.tensor import Tensor
 from .dropout import dropout as _dropout
-from ...tensor._dispatch import ascontiguous
+from ...tensor._dispatch import ascontiguous, family
 
 __all__ = ["MODES", "recurrent_layers", "run_direction", "scan", "scan_reference"]
 
@@ -58,11 +57,12 @@ def _forward_steps(h: np.ndarray, h_prev: np.ndarray, steps: list[tuple[int, int
 
 def _lstm_forward(x, h0, c0, w_hh, bias, w_hr, steps):
     n, hidden = x.shape[0], c0.shape[1]
-    out = np.empty((n, h0.shape[1]), x.dtype)
-    raw = np.empty((n, hidden), x.dtype) if w_hr is not None else out
-    gates, tanh_c = np.empty((n, 4 * hidden), x.dtype), np.empty((n, hidden), x.dtype)
+    kernels = family("recurrent", x)
+    out = np.empty((n, h0.shape[1]), x.dtype, like=x)
+    raw = np.empty((n, hidden), x.dtype, like=x) if w_hr is not None else out
+    gates, tanh_c = np.empty((n, 4 * hidden), x.dtype, like=x), np.empty((n, hidden), x.dtype, like=x)
     h_prev, c_prev = np.empty_like(out), np.empty_like(tanh_c)
-    hh = np.empty((h0.shape[0], 4 * hidden), x.dtype)
+    hh = np.empty((h0.shape[0], 4 * hidden), x.dtype, like=x)
     h, c = h0.copy(), c0.copy()
     w_t = w_hh.T
     for rows, hp in _forward_steps(h, h_prev, steps):
@@ -78,6 +78,7 @@ def _lstm_forward(x, h0, c0, w_hh, bias, w_hr, steps):
 
 def _lstm_backward(saved, dout, dhn, dcn, w_hh, w_hr, steps):
     gates, tanh_c, c_prev, h_prev, raw = saved
+    kernels = family("recurrent", gates)
     dgates = np.empty_like(gates)
     dh_state, dc_state = dhn.copy(), dcn.copy()
     dh_all = np.empty_like(dout) if w_hr is not None else None
@@ -97,8 +98,9 @@ def _lstm_backward(saved, dout, dhn, dcn, w_hh, w_hr, steps):
 
 def _gru_forward(x, h0, w_hh, b_ih, b_hh, steps):
     n, hidden = x.shape[0], h0.shape[1]
-    out, h_prev = np.empty((n, hidden), x.dtype), np.empty((n, hidden), x.dtype)
-    gates, gh = np.empty((n, 3 * hidden), x.dtype), np.empty((n, 3 * hidden), x.dtype)
+    kernels = family("recurrent", x)
+    out, h_prev = np.empty((n, hidden), x.dtype, like=x), np.empty((n, hidden), x.dtype, like=x)
+    gates, gh = np.empty((n, 3 * hidden), x.dtype, like=x), np.empty((n, 3 * hidden), x.dtype, like=x)
     h = h0.copy()
     w_t = w_hh.T
     for rows, hp in _forward_steps(h, h_prev, steps):
@@ -113,6 +115,7 @@ def _gru_forward(x, h0, w_hh, b_ih, b_hh, steps):
 
 def _gru_backward(saved, dout, dhn, w_hh, steps):
     gates, gh, h_prev = saved
+    kernels = family("recurrent", gates)
     dxw, dgh = np.empty_like(gates), np.empty_like(gates)
     dh_state = dhn.copy()
     for start, bs in reversed(steps):
@@ -124,7 +127,8 @@ def _gru_backward(saved, dout, dhn, w_hh, steps):
 
 
 def _rnn_forward(x, h0, w_hh, bias, relu, steps):
-    out, h_prev = np.empty((x.shape[0], h0.shape[1]), x.dtype), np.empty((x.shape[0], h0.shape[1]), x.dtype)
+    out = np.empty((x.shape[0], h0.shape[1]), x.dtype, like=x)
+    h_prev = np.empty_like(out)
     h = h0.copy()
     w_t = w_hh.T
     for rows, hp in _forward_steps(h, h_prev, steps):
@@ -169,7 +173,7 @@ class _Scan(Function):
         x, h, w = _arr(xw, dtype), _arr(h0, dtype), _arr(w_hh, dtype)
         bi, bh = _arr(b_ih, dtype), _arr(b_hh, dtype)
         if bi is None:
-            bi = np.zeros(x.shape[1], dtype)
+            bi = np.zeros(x.shape[1], dtype, like=x)
         steps = _steps(batch_sizes, reverse)
         if mode == "LSTM":
             outs, saved = _lstm_forward(x, h, _arr(c0, dtype), w, bi + bh if bh is not None else bi,

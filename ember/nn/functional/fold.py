@@ -34,8 +34,9 @@ class _Unfold(Function):
         image = _compute(x)
         n, c = image.shape[:2]
         rows, length = c * geo.taps, geo.positions
-        col = np.empty((n, rows, length), image.dtype)
-        family("conv", image).im2col(image.reshape((n, c) + geo.image), col.reshape(-1), geo.packed, rows * length, length)
+        col = np.empty((n, rows, length), image.dtype, like=image)
+        family("conv", image).im2col(image.reshape((n, c) + geo.image), col.reshape(-1), geo.packed, rows * length,
+                                     length)
         ctx.geo = geo
         return col.astype(x._array.dtype, copy=False)
 
@@ -51,7 +52,7 @@ class _Fold(Function):
     def forward(ctx, col: Tensor, geo: ConvGeometry):
         blocks = _compute(col)
         n, rows, length = blocks.shape
-        image = np.empty((n, rows // geo.taps) + geo.image, blocks.dtype)
+        image = np.empty((n, rows // geo.taps) + geo.image, blocks.dtype, like=blocks)
         family("conv", blocks).col2im(blocks.reshape(-1), image, geo.packed, rows * length, length)
         ctx.geo = geo
         return image.reshape(image.shape[:2] + geo.spatial(geo.image)).astype(col._array.dtype, copy=False)

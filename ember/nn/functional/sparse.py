@@ -15,7 +15,8 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
-from ...cpu_kernels import embedding as kernels
+from ...tensor._dispatch import family
+from ...tensor.device import CPU, place
 from ...tensor.tensor import Tensor
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
@@ -27,7 +28,7 @@ def _indices(op: str, indices: Any, num: int, argument: str = "indices") -> np.n
     """The index tensor's values as int64, checked to be in ``[0, num)``."""
     if not isinstance(indices, Tensor):
         raise TypeError(f"{op}(): argument '{argument}' must be Tensor, not {type(indices).__name__}")
-    arr = indices._array
+    arr = place(indices._array, CPU)  # checked, and used as bookkeeping, on the host
     if arr.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"Expected tensor for argument #1 '{argument}' to have one of the following scalar types: "
                            f"Long, Int; but got {indices.type()} instead (while checking arguments for {op})")
@@ -94,7 +95,8 @@ class _Embedding(Function):
                 factor /= np.bincount(flat, minlength=num)[flat]
             factor[flat == ctx.padding_idx] = 0.0
             rows = rows * Tensor._make(factor.astype(dtype.np)).to(g.device).unsqueeze(1)
-        return zeros((num, dim), dtype=dtype, device=g.device).index_add(0, Tensor._make(flat), rows), None, None, None
+        grad = zeros((num, dim), dtype=dtype, device=g.device).index_add(0, Tensor._make(flat), rows)
+        return grad, None, None, None
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
@@ -161,6 +163,11 @@ def _embedding_bag(weight: Tensor, input: Tensor, offsets: np.ndarray, scale_gra
     from ...tensor.creation import zeros
 
     num, dim = weight.shape
+    dev = weight.device
+
+    def on_device(array: np.ndarray) -> Tensor:  # the bag bookkeeping is host work; its results join the weights
+        return Tensor._make(array).to(dev)
+
     idx = _indices("embedding_bag", input, num)
     n_bags, bag = _bags(offsets, idx.size, include_last_offset)
     used = (bag >= 0) & (idx != padding_idx)
@@ -169,23 +176,24 @@ def _embedding_bag(weight: Tensor, input: Tensor, offsets: np.ndarray, scale_gra
     rows = _Embedding.apply(weight, kept_idx, -1, scale_grad_by_freq)
     max_rows = np.zeros((n_bags, dim) if mode == 2 else (n_bags,), np.int64)
     if mode == 2:
-        arg = np.full((n_bags, dim), -1, np.int64)
-        kernels.bag_argmax(rows._array, kept_bag, arg)
+        arg = np.full((n_bags, dim), -1, np.int64, like=rows._array)
+        family("embedding", rows).bag_argmax(rows._array, place(kept_bag, dev), arg)
+        arg = place(arg, CPU)
         empty = arg < 0
         if kept_idx.size:
-            out = rows.gather(0, Tensor._make(np.where(empty, 0, arg)))
-            out = out.masked_fill(Tensor._make(empty), 0) if empty.any() else out
+            out = rows.gather(0, on_device(np.where(empty, 0, arg)))
+            out = out.masked_fill(on_device(empty), 0) if empty.any() else out
             max_rows = np.where(empty, -1, kept_idx[np.where(empty, 0, arg)])
         else:
-            out = zeros((n_bags, dim), dtype=weight.dtype)
+            out = zeros((n_bags, dim), dtype=weight.dtype, device=dev)
             max_rows = arg
     else:
         if per_sample_weights is not None:
-            rows = rows * per_sample_weights.reshape(-1)[Tensor._make(np.flatnonzero(used))].unsqueeze(1)
-        out = zeros((n_bags, dim), dtype=weight.dtype).index_add(0, Tensor._make(kept_bag), rows)
+            rows = rows * per_sample_weights.reshape(-1)[on_device(np.flatnonzero(used))].unsqueeze(1)
+        out = zeros((n_bags, dim), dtype=weight.dtype, device=dev).index_add(0, on_device(kept_bag), rows)
         if mode == 1:
-            out = out / Tensor._make(np.maximum(sizes, 1).astype(weight.dtype.np)).unsqueeze(1)
-    return out, Tensor._make(bag), Tensor._make(sizes), Tensor._make(max_rows)
+            out = out / on_device(np.maximum(sizes, 1).astype(weight.dtype.np)).unsqueeze(1)
+    return out, on_device(bag), on_device(sizes), on_device(max_rows)
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,

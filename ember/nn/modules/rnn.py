@@ -169,7 +169,7 @@ class RNNBase(Module):
                 f"RNN input dtype ({given.dtype}) does not match weight dtype ({weight_dtype}). Convert input: "
                 f"input.to({weight_dtype}), or convert model: model.to({given.dtype})"
             )
-        h0, c0 = self._initial_state(hx, batched, batch, weight_dtype, sorted_indices)
+        h0, c0 = self._initial_state(hx, batched, batch, weight_dtype, given.device, sorted_indices)
         if not packed:
             data = seq.reshape(steps * batch, self.input_size)
         out, h_n, c_n = recurrent_layers(self.mode, data, batch_sizes, h0, c0, self._direction_weights(),
@@ -188,13 +188,14 @@ class RNNBase(Module):
                 output = output.transpose(0, 1)
         return output, ((h_n, c_n) if is_lstm else h_n)
 
-    def _initial_state(self, hx: Any, batched: bool, batch: int, dtype: Any,
+    def _initial_state(self, hx: Any, batched: bool, batch: int, dtype: Any, device: Any,
                        sorted_indices: Tensor | None) -> tuple[Tensor, Tensor | None]:
         """(h0, c0) as (layers * directions, batch, size) tensors in the packed batch order."""
         h_shape, c_shape = self._state_shapes(batch)
         is_lstm = self.mode == "LSTM"
         if hx is None:
-            return zeros(h_shape, dtype=dtype), zeros(c_shape, dtype=dtype) if is_lstm else None
+            return zeros(h_shape, dtype=dtype, device=device), zeros(c_shape, dtype=dtype, device=device) if is_lstm \
+                else None
         states = tuple(hx) if is_lstm else (hx,)
         want = 3 if batched else 2
         if any(s.dim() != want for s in states):
@@ -297,7 +298,7 @@ class RNNCellBase(Module):
         full = []
         for i, s in enumerate(states):
             if s is None:
-                full.append(zeros((batch, self.hidden_size), dtype=input.dtype))
+                full.append(zeros((batch, self.hidden_size), dtype=input.dtype, device=input.device))
                 continue
             if s.dim() not in (1, 2):
                 label = f"hx[{i}]" if len(states) > 1 else "hidden"

@@ -6,15 +6,23 @@ import time
 from typing import Callable
 
 
-def median_time(fn: Callable[[], object], number: int, repeats: int = 7) -> float:
-    """Median seconds per call of ``fn`` over ``repeats`` batches of ``number`` calls (after one warm-up batch)."""
+def median_time(fn: Callable[[], object], number: int, repeats: int = 7,
+                sync: Callable[[], object] | None = None) -> float:
+    """Median seconds per call of ``fn`` over ``repeats`` batches of ``number`` calls (after one warm-up batch).
+
+    ``sync`` (e.g. ``torch.cuda.synchronize``) is called before and after every batch, so work an asynchronous
+    device still has queued is counted in the batch that launched it.
+    """
+    wait = sync or (lambda: None)
     for _ in range(number):
         fn()
     samples = []
     for _ in range(repeats):
+        wait()
         start = time.perf_counter()
         for _ in range(number):
             fn()
+        wait()
         samples.append((time.perf_counter() - start) / number)
     return statistics.median(samples)
 

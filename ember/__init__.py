@@ -25,6 +25,7 @@ from .tensor.indexing import argwhere, gather, index_add, index_copy, index_fill
 from .tensor.joins import atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_tensors, cartesian_prod, cat, \
     column_stack, concat, concatenate, diag, diag_embed, diagflat, diff, dstack, flip, fliplr, flipud, hstack, \
     meshgrid, repeat_interleave, roll, rot90, row_stack, stack, tile, tril, tril_indices, triu, triu_indices, vstack
+from .tensor.closeness import allclose, equal, isclose
 from .tensor.contractions import cdist, einsum, inner, kron, tensordot, trace
 from .tensor.matmul import addmm, bmm, dot, matmul, mm, mv, outer
 from .tensor.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, \

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, Callable, Union
 import numpy as np
 
 from .tensor import dtypes
+from .tensor._dispatch import on_device
 from .tensor.device import as_device, device as _device
 from .tensor.tensor import Size, Tensor
 
@@ -79,6 +80,7 @@ class _Writer:
         self._storage_ids: dict[int, int] = {}
         self._keep: list[Any] = []  # keeps every id() above alive while the walk runs
         self._open: set[int] = set()
+        self._device_copies: dict[int, np.ndarray] = {}
 
     def encode(self, obj: Any, where: str) -> Any:
         if obj is None:
@@ -136,13 +138,28 @@ class _Writer:
         if index is None:
             from .nn.parameter import Parameter
 
-            node = self._layout(t._array, where)
+            node = self._layout(self._host_view(t._array), where)
+            if t.is_cuda:
+                node["device"] = str(t.device)
             node["requires_grad"] = bool(t.requires_grad)
             node["parameter"] = isinstance(t, Parameter)
             index = self._tensor_ids[id(t)] = len(self.tensors)
             self.tensors.append(node)
             self._keep.append(t)
         return index
+
+    def _host_view(self, a: Any) -> np.ndarray:
+        """A host array with ``a``'s elements: ``a`` itself on the CPU; for device storage, the same view of a host
+        copy of its whole buffer (one copy per buffer, so views of one CUDA storage share it in the file too)."""
+        if not on_device(a):
+            return a
+        host = self._device_copies.get(id(a.buffer))
+        if host is None:
+            host = self._device_copies[id(a.buffer)] = a.buffer.copy_to_host()
+            self._keep.append(a.buffer)
+        item = a.dtype.itemsize
+        return np.ndarray(a.shape, a.dtype, buffer=host, offset=a.offset * item if a.numel else 0,
+                          strides=tuple(s * item for s in a.strides))
 
     def _layout(self, a: np.ndarray, where: str) -> dict:
         """Where ``a`` lies in its storage: the storage index, byte offset and byte strides."""
@@ -349,7 +366,7 @@ def _view(node: dict, storages: list[np.ndarray]) -> np.ndarray:
 
 
 class _Reader:
-    def __init__(self, meta: dict, storages: list[np.ndarray], place: Callable[[Tensor], Tensor]) -> None:
+    def __init__(self, meta: dict, storages: list[np.ndarray], place: Callable[[Tensor, str], Tensor]) -> None:
         self.meta = meta
         self.storages = storages
         self.place = place
@@ -415,7 +432,7 @@ class _Reader:
         index = int(node["i"])
         if index not in self.tensors:
             entry = self.meta["tensors"][index]
-            t = self.place(Tensor._make(_view(entry, self.storages)))
+            t = self.place(Tensor._make(_view(entry, self.storages)), str(entry.get("device", "cpu")))
             if entry.get("parameter"):
                 from .nn.parameter import Parameter
 
@@ -426,19 +443,31 @@ class _Reader:
         return self.tensors[index]
 
 
-def _placement(map_location: Any) -> Callable[[Tensor], Tensor]:
-    """What ``map_location`` does to each loaded (CPU) tensor. ember has only the CPU, so mostly nothing."""
+def _restore(t: Tensor, saved: str) -> Tensor:
+    """A loaded tensor on the device it was saved from (torch's default)."""
+    if saved.startswith("cuda"):
+        from . import cuda
+
+        if not cuda.is_available():
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but ember.cuda.is_available() is "
+                               "False. If you are running on a CPU-only machine, please use ember.load with "
+                               "map_location=ember.device('cpu') to map your storages to the CPU.")
+    return t.to(saved)
+
+
+def _placement(map_location: Any) -> Callable[[Tensor, str], Tensor]:
+    """torch's ``map_location``: where each loaded (host) tensor goes, given the device it was saved from."""
     if callable(map_location) and not isinstance(map_location, (str, _device)):
-        def call(t: Tensor) -> Tensor:
-            placed = map_location(t, "cpu")
-            return t if placed is None else placed
+        def call(t: Tensor, saved: str) -> Tensor:
+            placed = map_location(t, saved)
+            return _restore(t, saved) if placed is None else placed
         return call
-    target = map_location
     if isinstance(map_location, dict):
-        target = map_location.get("cpu", "cpu")
-    if target is not None:
-        as_device(target)  # raises for devices this build cannot use
-    return lambda t: t
+        return lambda t, saved: _restore(t, str(map_location.get(saved, saved)))
+    if map_location is None:
+        return _restore
+    target = as_device(map_location)  # raises for devices this build cannot use
+    return lambda t, saved: t.to(target)
 
 
 def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, weights_only: bool = True,
@@ -463,7 +492,7 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, we
         raise RuntimeError(f"ember.load({name!r}): {e}") from None
 
 
-def _load_from(fh: BinaryIO, place: Callable[[Tensor], Tensor], mmap_path: str | None) -> Any:
+def _load_from(fh: BinaryIO, place: Callable[[Tensor, str], Tensor], mmap_path: str | None) -> Any:
     meta = _read_header(fh)
     try:
         storages = _read_storages(fh, meta, mmap_path)

@@ -1,17 +1,22 @@
 """A character-level LSTM language model: learns a short text, then writes some of its own.
 
-Run: python examples/char_lstm.py   (about half a minute; the first run also compiles kernels)
+Run: python examples/char_lstm.py [--steps 401] [--device cpu|cuda] [--hidden 128]
+(about half a minute; the first run also compiles kernels). A quick run, e.g. on the CUDA simulator:
+``--steps 3 --hidden 8 --embed 4 --seq-len 6 --batch-size 2 --sample-length 4``.
 
 On a busy machine with few cores, run it with ``OPENBLAS_NUM_THREADS=1``: BLAS threads competing
 for cores make the recurrence's small per-step matrix products many times slower.
 """
 from __future__ import annotations
 
+import argparse
 import time
+from typing import Sequence
 
 import ember as torch
 import ember.nn as nn
 import ember.nn.functional as F
+from ember.examples.digits import default_device
 
 TEXT = """\
 The lamp keeper climbs the stair at dusk and lights the lamp above the harbour.
@@ -41,16 +46,16 @@ class CharModel(nn.Module):
 
 def batches(data, seq_len: int, batch: int):
     """Random windows of the text: inputs and the same windows shifted by one character."""
-    starts = torch.randint(0, len(data) - seq_len - 1, (batch,))
-    offsets = starts.reshape(-1, 1) + torch.arange(seq_len + 1)
+    starts = torch.randint(0, len(data) - seq_len - 1, (batch,), device=data.device)
+    offsets = starts.reshape(-1, 1) + torch.arange(seq_len + 1, device=data.device)
     windows = data[offsets]
     return windows[:, :-1], windows[:, 1:]
 
 
-def sample(model, chars, index, prompt: str, length: int) -> str:
+def sample(model, chars, index, prompt: str, length: int, device: str = "cpu") -> str:
     """Feed ``prompt``, then draw ``length`` characters one at a time from the model's distribution."""
     with torch.no_grad():
-        tokens = torch.tensor([[index[c] for c in prompt]])
+        tokens = torch.tensor([[index[c] for c in prompt]], device=device)
         logits, state = model(tokens)
         out = []
         for _ in range(length):
@@ -61,26 +66,40 @@ def sample(model, chars, index, prompt: str, length: int) -> str:
     return prompt + "".join(out)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=401)
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available, else cpu)")
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--embed", type=int, default=32)
+    parser.add_argument("--seq-len", type=int, default=48)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--sample-length", type=int, default=160)
+    args = parser.parse_args(argv)
+    device = args.device or default_device()
     start = time.perf_counter()
     torch.manual_seed(0)
     chars = sorted(set(TEXT))
     index = {c: i for i, c in enumerate(chars)}
-    data = torch.tensor([index[c] for c in TEXT])
-    model = CharModel(len(chars))
+    data = torch.tensor([index[c] for c in TEXT], device=device)
+    model = CharModel(len(chars), args.embed, args.hidden).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
-    for step in range(401):
-        inputs, targets = batches(data, seq_len=48, batch=32)
+    losses = []
+    for step in range(args.steps):
+        inputs, targets = batches(data, args.seq_len, args.batch_size)
         logits, _ = model(inputs)
         loss = F.cross_entropy(logits.reshape(-1, len(chars)), targets.reshape(-1))
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        losses.append(loss.item())
         if step % 50 == 0:
-            print(f"step {step:4d}  loss {loss.item():.3f}")
-    print("sample:", sample(model, chars, index, "The lamp ", 160).replace("\n", " / "))
-    print(f"done in {time.perf_counter() - start:.1f} s")
+            print(f"step {step:4d}  loss {losses[-1]:.3f}")
+    text = sample(model, chars, index, "The lamp ", args.sample_length, device)
+    print("sample:", text.replace("\n", " / "))
+    print(f"done in {time.perf_counter() - start:.1f} s on {device}")
+    return {"losses": losses, "sample": text, "model": model}
 
 
 if __name__ == "__main__":

@@ -54,6 +54,17 @@ try:
     ember.cuda.Stream()
 except RuntimeError as exc:
     out["stream_error"] = str(exc)
+try:
+    ember.ones(2).pin_memory()
+except RuntimeError as exc:
+    out["pin_error"] = str(exc)
+import warnings
+from ember.utils.data import DataLoader
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    batches = list(DataLoader(ember.ones(4, 2), batch_size=2, pin_memory=True))
+out["pin_warnings"] = [str(w.message) for w in caught]
+out["batches_unpinned"] = len(batches) == 2 and not any(b.is_pinned() for b in batches)
 out["kernels_loaded"] = any(m.startswith("ember.cuda_kernels") for m in sys.modules)
 print(json.dumps(out))
 """
@@ -69,6 +80,10 @@ def test_without_numba_cuda_ember_imports_and_cuda_reports_unavailable():
     assert 'pip install "ember[cuda]"' in out["error"] and "numba-cuda" in out["error"]
     assert "driver" in out["error"]
     assert 'pip install "ember[cuda]"' in out["stream_error"]
+    assert 'pip install "ember[cuda]"' in out["pin_error"]
+    assert out["pin_warnings"] == ["'pin_memory' argument is set as true but no accelerator is found, then device "
+                                   "pinned memory won't be used."]
+    assert out["batches_unpinned"]
     assert out["kernels_loaded"] is False
 
 

@@ -79,7 +79,12 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
-        self._output_meta = ((variable.shape, variable.dtype, variable.device),)
+
+    @property
+    def _output_meta(self) -> tuple:
+        """Read from the leaf each time: ``leaf.data = ...`` (``Module.to``) may change its device or dtype."""
+        v = self.variable
+        return ((v.shape, v.dtype, v.device),)
 
 
 _FREED_MESSAGE = (

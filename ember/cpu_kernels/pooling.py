@@ -30,30 +30,39 @@ def _plane_offsets(p, x, out):
 
 # Flat arrays are indexed with unsigned offsets: signed indices make Numba test every access for
 # wrap-around, which stops vectorisation.
+@numba.njit(inline="always")
+def _window_max(src, base, starts, counts, steps, z, y, w, height, width):
+    """Maximum of output (z, y, w)'s window over the plane at ``base`` of flat ``src`` and its flat in-plane position.
+
+    NaN wins and propagates, as in torch; an empty window (all padding) gives -inf and the window's first position,
+    as torch reports it. The GPU kernel compiles the same Python (``py_func``) as a device function.
+    """
+    sz, sy, sx = steps[0], steps[1], steps[2]
+    best = -math.inf
+    where = (starts[0, z] * height + starts[1, y]) * width + starts[2, w]
+    for a in range(counts[0, z]):
+        zi = starts[0, z] + a * sz
+        for b in range(counts[1, y]):
+            row = (zi * height + starts[1, y] + b * sy) * width + starts[2, w]
+            for e in range(counts[2, w]):
+                at = row + e * sx
+                v = src[np.uint64(base + at)]
+                if v > best or math.isnan(v):
+                    best = v
+                    where = at
+    return best, where
+
+
 def _max_pool(x, out, indices, starts, counts, steps):
     planes, _, height, width = x.shape
     od, oh, ow = out.shape[1], out.shape[2], out.shape[3]
     src, dst, where_out = x.reshape(-1), out.reshape(-1), indices.reshape(-1)
-    sz, sy, sx = steps[0], steps[1], steps[2]
     for p in prange(planes):
         base, o = _plane_offsets(p, x, out)
         for z in range(od):
             for y in range(oh):
                 for w in range(ow):
-                    best = -np.inf
-                    # The window's first position, also for an empty window (all padding), as torch reports it.
-                    where = (starts[0, z] * height + starts[1, y]) * width + starts[2, w]
-                    for a in range(counts[0, z]):
-                        zi = starts[0, z] + a * sz
-                        for b in range(counts[1, y]):
-                            row = (zi * height + starts[1, y] + b * sy) * width + starts[2, w]
-                            for e in range(counts[2, w]):
-                                at = row + e * sx
-                                v = src[np.uint64(base + at)]
-                                # NaN wins and propagates, as in torch.
-                                if v > best or math.isnan(v):
-                                    best = v
-                                    where = at
+                    best, where = _window_max(src, base, starts, counts, steps, z, y, w, height, width)
                     dst[np.uint64(o)] = best
                     where_out[np.uint64(o)] = where
                     o += 1

@@ -4,6 +4,11 @@ A device generator is a seed plus an offset: the Philox kernels in ``ember.cuda_
 (seed, offset, element index) into random bits, and every sampling call takes the next offset
 (``next_seed_offset``), so consecutive calls differ and reseeding replays the same stream. Seeding needs no
 GPU and does not initialise CUDA, as in torch; the state is 16 bytes (seed, offset), like torch's.
+
+``manual_seed_all`` (which ``ember.manual_seed`` calls) reseeds the generators that exist and sets the seed the
+others will start from, so it never asks how many devices there are (that would import numba-cuda).
+``ember.Generator("cuda")`` is a ``CudaGenerator``: its own (seed, offset), drawn from by sampling ops given it
+as ``generator=``.
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import struct
 import threading
 from typing import Any
 
-from ..tensor.random import DEFAULT_SEED, _seed_value
+from ..tensor.random import DEFAULT_SEED, Generator, _seed_value
 
 _STATE = struct.Struct("<QQ")
 
@@ -38,17 +43,28 @@ class CudaGeneratorState:
             self.offset = (self.offset + increment) & 0xFFFF_FFFF_FFFF_FFFF
             return self.seed, taken
 
+    def restore(self, seed: int, offset: int) -> None:
+        with self._lock:
+            self.seed, self.offset = seed, offset
+
+    def draws(self) -> Any:
+        """The device sampling functions drawing from this generator (imports the CUDA kernels)."""
+        from ..cuda_kernels.random import DeviceDraws
+
+        return DeviceDraws(self)
+
 
 _states: dict[int, CudaGeneratorState] = {}
 _states_lock = threading.Lock()
+_start_seed = DEFAULT_SEED  # the seed of generators not created yet (set by manual_seed_all)
 
 
 def generator_state(device_index: int = 0) -> CudaGeneratorState:
-    """The generator state of one device (created on first use from the default seed)."""
+    """The generator state of one device (created on first use from the last ``manual_seed_all`` seed)."""
     found = _states.get(device_index)
     if found is None:
         with _states_lock:
-            found = _states.setdefault(device_index, CudaGeneratorState())
+            found = _states.setdefault(device_index, CudaGeneratorState(_start_seed))
     return found
 
 
@@ -66,11 +82,13 @@ def manual_seed(seed: Any) -> None:
 
 
 def manual_seed_all(seed: Any) -> None:
-    """Seed the generators of all devices."""
-    from ._state import device_count
-
-    for index in range(max(device_count(), 1)):
-        generator_state(index).manual_seed(seed)
+    """Seed the generators of all devices, those not used yet included; initialises nothing."""
+    global _start_seed
+    value = _seed_value(seed)
+    with _states_lock:
+        _start_seed = value
+        for state in _states.values():
+            state.manual_seed(value)
 
 
 def seed() -> None:
@@ -90,24 +108,31 @@ def initial_seed() -> int:
 
 def get_rng_state(device: Any = "cuda") -> Any:
     """The device generator's state as a uint8 tensor of 16 bytes (seed, offset)."""
-    import numpy as np
-
-    from ..tensor.tensor import Tensor
-
-    state = generator_state(_index(device))
-    return Tensor._make(np.frombuffer(_STATE.pack(state.seed, state.offset), dtype=np.uint8).copy())
+    return _state_tensor(generator_state(_index(device)))
 
 
 def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
     """Restore a state captured by ``get_rng_state``."""
+    generator_state(_index(device)).restore(*_unpack_state(new_state))
+
+
+def _state_tensor(state: CudaGeneratorState) -> Any:
+    """A generator's (seed, offset) as a uint8 CPU tensor of 16 bytes."""
+    import numpy as np
+
+    from ..tensor.tensor import Tensor
+
+    return Tensor._make(np.frombuffer(_STATE.pack(state.seed, state.offset), dtype=np.uint8).copy())
+
+
+def _unpack_state(new_state: Any) -> tuple[int, int]:
+    """(seed, offset) from a 16-byte state tensor or array."""
     import numpy as np
 
     raw = np.ascontiguousarray(new_state._array if hasattr(new_state, "_array") else new_state).tobytes()
     if len(raw) != _STATE.size:
         raise RuntimeError(f"Expected a CUDA generator state of {_STATE.size} bytes but found {len(raw)}")
-    state = generator_state(_index(device))
-    with state._lock:
-        state.seed, state.offset = _STATE.unpack(raw)
+    return _STATE.unpack(raw)
 
 
 def get_rng_state_all() -> list[Any]:
@@ -123,7 +148,56 @@ def set_rng_state_all(new_states: Any) -> None:
         set_rng_state(state, index)
 
 
+def capture_states(devices: Any = None) -> tuple[int | None, dict[int, tuple[int, int]]]:
+    """A snapshot of the listed devices' generators; None: every generator, without touching CUDA."""
+    indices = list(_states) if devices is None else [_index(d) for d in devices]
+    saved = {i: (generator_state(i).seed, generator_state(i).offset) for i in indices}
+    return (_start_seed if devices is None else None), saved
+
+
+def restore_states(snapshot: tuple[int | None, dict[int, tuple[int, int]]]) -> None:
+    """Put back a ``capture_states`` snapshot; after a snapshot of every generator, one created since then starts
+    over from the seed of that time."""
+    global _start_seed
+    start, saved = snapshot
+    with _states_lock:
+        if start is not None:
+            _start_seed = start
+        for index, state in _states.items():
+            if index in saved:
+                state.restore(*saved[index])
+            elif start is not None:
+                state.restore(start, 0)
+
+
+class CudaGenerator(Generator):
+    """``torch.Generator(device="cuda")``: an independent Philox stream for CUDA sampling ops."""
+
+    def __init__(self, device: Any = "cuda") -> None:
+        self._state = CudaGeneratorState()
+        super().__init__(device)
+
+    def manual_seed(self, seed: Any) -> "CudaGenerator":
+        self._state.manual_seed(seed)
+        return self
+
+    def initial_seed(self) -> int:
+        return self._state.seed
+
+    def get_state(self) -> Any:
+        """A uint8 tensor of 16 bytes (seed, offset), as ``ember.cuda.get_rng_state``."""
+        return _state_tensor(self._state)
+
+    def set_state(self, new_state: Any) -> "CudaGenerator":
+        self._state.restore(*_unpack_state(new_state))
+        return self
+
+    def draws(self) -> Any:
+        return self._state.draws()
+
+
 __all__ = [
-    "CudaGeneratorState", "generator_state", "manual_seed", "manual_seed_all", "seed", "seed_all",
-    "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
+    "CudaGeneratorState", "CudaGenerator", "generator_state", "capture_states", "restore_states", "manual_seed",
+    "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state", "set_rng_state", "get_rng_state_all",
+    "set_rng_state_all",
 ]

@@ -30,13 +30,13 @@ import math
 import numpy as np
 from numba import cuda
 
-from .launch import collapse, grid
+from .launch import SIMULATOR, collapse, grid
 
-__all__ = ["scatter", "take", "index_range", "REDUCTIONS"]
+__all__ = ["scatter", "take", "index_range", "flat_nonzero", "REDUCTIONS"]
 
 REDUCTIONS = ("assign", "sum", "prod", "amax", "amin")
 _SUM, _PROD, _AMAX, _AMIN = 1, 2, 3, 4  # positions in REDUCTIONS
-_ATOMIC_DTYPES = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64))
+ATOMIC_DTYPES = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64))
 
 
 # ------------------------------------------------------------------ kernels
@@ -163,7 +163,7 @@ def scatter(reduce: str, out, index, src) -> None:
         _fill[grid(size)](winner, -1)
         _claim_last[grid(n)](index.buffer, i_off, i_st, n, winner)
         _store_winners[grid(n)](*operands, winner)
-    elif reduce != "prod" and dtype in _ATOMIC_DTYPES:
+    elif reduce != "prod" and dtype in ATOMIC_DTYPES:
         _scatter_atomic[grid(n)](code, *operands)
     else:
         _scatter_serial[1, 1](code, *operands)
@@ -203,3 +203,52 @@ def take(src, positions, out) -> None:
     blocks, threads = grid(n)
     _take[blocks, threads](src.buffer, positions.buffer[positions.offset:positions.offset + n], n, out.buffer,
                            out.offset)
+
+
+# Elements of the flags one thread of ``flat_nonzero`` counts and then compacts (serially, in order).
+NONZERO_CHUNK = 8 if SIMULATOR else 256
+
+
+@cuda.jit
+def _count_chunks(flags, f_off, n, chunk, counts):
+    for row in range(cuda.grid(1), counts.size, cuda.gridsize(1)):
+        found = 0
+        for i in range(row * chunk, min(n, row * chunk + chunk)):
+            if flags[f_off + i]:
+                found += 1
+        counts[row] = found
+
+
+@cuda.jit
+def _write_positions(flags, f_off, n, chunk, ends, out):
+    for row in range(cuda.grid(1), ends.size, cuda.gridsize(1)):
+        k = ends[row - 1] if row else 0
+        for i in range(row * chunk, min(n, row * chunk + chunk)):
+            if flags[f_off + i]:
+                out[k] = i
+                k += 1
+
+
+def flat_nonzero(flags):
+    """The positions (int64 ``DeviceStorage``, ascending) of the true elements of 1-D bool ``flags``.
+
+    Three passes: each thread counts the trues of its chunk, a scan turns the counts into where each chunk's
+    positions end, each thread writes its chunk's positions there. Only the total comes back to the host."""
+    from .. import opcodes
+    from .scans import scan
+    from .storage import DeviceStorage
+
+    if flags.ndim != 1 or np.dtype(flags.dtype) != np.bool_:
+        raise ValueError(f"flat_nonzero: flags must be 1-D bool, got {flags}")
+    flags = flags.contiguous()
+    n = flags.numel
+    rows = max(1, -(-n // NONZERO_CHUNK))
+    counts = DeviceStorage.empty((rows,), np.int64)
+    _count_chunks[grid(rows)](flags.buffer, flags.offset, n, NONZERO_CHUNK, counts.buffer)
+    ends = DeviceStorage.empty((rows,), np.int64)
+    scan(opcodes.S_SUM, counts, 0, ends)
+    total = int(ends.buffer[rows - 1:rows].copy_to_host()[0])
+    out = DeviceStorage.empty((total,), np.int64)
+    if total:
+        _write_positions[grid(rows)](flags.buffer, flags.offset, n, NONZERO_CHUNK, ends.buffer, out.buffer)
+    return out

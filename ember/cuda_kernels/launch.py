@@ -19,8 +19,8 @@ __all__ = ["SIMULATOR", "THREADS", "MAX_BLOCKS", "REDUCE_THREADS", "TWO_PASS_MIN
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
 # Threads per block of the elementwise kernels and the most blocks one launch uses.
-THREADS = 32 if SIMULATOR else 256
-MAX_BLOCKS = 4 if SIMULATOR else 4096
+THREADS = 8 if SIMULATOR else 256
+MAX_BLOCKS = 2 if SIMULATOR else 4096
 # Threads per block of the reductions: a power of two, fixed at compile time (the shared-memory size).
 REDUCE_THREADS = 4 if SIMULATOR else 256
 # A reduction with fewer outputs than MAX_BLOCKS splits each output over several blocks (two passes on the

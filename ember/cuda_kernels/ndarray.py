@@ -279,12 +279,137 @@ def _where(condition, x=None, y=None):
     return out
 
 
-def _take_along_axis(arr, indices, axis):
+def _along_axis_key(arr, indices, axis) -> tuple:
+    """The advanced key that picks ``indices`` along ``axis`` (NumPy's take/put_along_axis rule), on the host."""
     indices = indices.to_numpy() if is_device_array(indices) else np.asarray(indices)
     axis = axis % arr.ndim
-    key = tuple(indices if d == axis else np.arange(n).reshape((1,) * d + (n,) + (1,) * (arr.ndim - d - 1))
-                for d, n in enumerate(arr.shape))
-    return arr[key]
+    return tuple(indices if d == axis else np.arange(n).reshape((1,) * d + (n,) + (1,) * (arr.ndim - d - 1))
+                 for d, n in enumerate(arr.shape))
+
+
+def _take_along_axis(arr, indices, axis):
+    return arr[_along_axis_key(arr, indices, axis)]
+
+
+def _put_along_axis(arr, indices, values, axis):
+    arr[_along_axis_key(arr, indices, axis)] = values
+
+
+def _upload(host: np.ndarray):
+    """A small host array (index or shape sized, never data sized) copied to the device."""
+    return _storage_type().from_numpy(np.ascontiguousarray(host))
+
+
+def _tile(a, reps):
+    """``np.tile``: ``a`` seen as (1, n0, 1, n1, ...), broadcast to (r0, n0, r1, n1, ...) and copied once."""
+    reps = _shape_arg(reps)
+    ndim = max(a.ndim, len(reps))
+    shape = (1,) * (ndim - a.ndim) + a.shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    pairs = tuple(v for r, n in zip(reps, shape) for v in (r, n))
+    spread = a.reshape(tuple(v for n in shape for v in (1, n)))
+    tiled = _view_function(np.broadcast_to)(spread, pairs).copy()
+    return tiled.reshape(tuple(r * n for r, n in zip(reps, shape)))
+
+
+def _repeat(a, repeats, axis=None):
+    """``np.repeat``: one count for all (a broadcast view copied once) or one per element (a gather)."""
+    a = to_device_operand(a)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    axis %= a.ndim
+    counts = repeats.to_numpy() if is_device_array(repeats) else np.asarray(repeats)
+    n = a.shape[axis]
+    if counts.size == 1:
+        r = int(counts.reshape(-1)[0])
+        spread = a.reshape(a.shape[:axis + 1] + (1,) + a.shape[axis + 1:])
+        wide = _view_function(np.broadcast_to)(spread, a.shape[:axis + 1] + (r,) + a.shape[axis + 1:]).copy()
+        return wide.reshape(a.shape[:axis] + (n * r,) + a.shape[axis + 1:])
+    index = np.repeat(np.arange(n, dtype=np.int64), np.broadcast_to(counts, (n,)))
+    return a[(slice(None),) * axis + (index,)]
+
+
+def _roll(a, shift, axis=None):
+    """``np.roll``: per rolled axis, the two slices joined in swapped order."""
+    if axis is None:
+        return _roll(a.reshape(-1), shift, 0).reshape(a.shape)
+    out = a
+    for s, ax in zip(*np.broadcast_arrays(np.atleast_1d(shift), np.atleast_1d(axis))):
+        ax = int(ax) % a.ndim
+        n = out.shape[ax]
+        cut = n - int(s) % n if n else 0
+        if cut % max(n, 1):
+            lead = (slice(None),) * ax
+            out = _concatenate([out[lead + (slice(cut, None),)], out[lead + (slice(0, cut),)]], ax)
+    return out if out is not a else a.copy()
+
+
+def _triangle(lower: bool) -> Callable:
+    """``np.tril``/``np.triu``: a device mask from the row and column numbers (shape sized), then ``where``."""
+    def triangle(m, k=0):
+        rows, cols = m.shape[-2:]
+        offsets = _apply_ufunc(np.subtract, (_upload(np.arange(cols, dtype=np.int64)),
+                                             _upload(np.arange(rows, dtype=np.int64).reshape(-1, 1))), None)
+        keep = _apply_ufunc(np.less_equal if lower else np.greater_equal, (offsets, int(k)), None)
+        return _where(keep, m, constant(0, m.dtype))
+    return triangle
+
+
+def _flat_nonzero(a):
+    """The C-order positions of ``a``'s non-zero elements (int64, on the device)."""
+    from .indexing import flat_nonzero
+
+    flags = _apply_ufunc(np.not_equal, (to_device_operand(a), 0), None)
+    return flat_nonzero(flags.reshape(-1))
+
+
+def _argwhere(a):
+    """``np.argwhere``: the flat positions unravelled on the device, one row of coordinates each."""
+    flat = _flat_nonzero(a).reshape(-1, 1)
+    if not a.ndim:
+        return flat[:, :0].copy()
+    strides = _upload(np.array([math.prod(a.shape[d + 1:]) for d in range(a.ndim)], np.int64))
+    sizes = _upload(np.array(a.shape, np.int64))
+    return _apply_ufunc(np.remainder, (_apply_ufunc(np.floor_divide, (flat, strides), None), sizes), None)
+
+
+def _nonzero(a):
+    if not a.ndim:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead.")
+    coords = _argwhere(a)
+    return tuple(coords[:, d].copy() for d in range(a.ndim))
+
+
+def _cumulative(code: int) -> Callable:
+    """``np.cumsum``/``np.cumprod`` on the device scan (NumPy's result dtypes: small ints and bool widen)."""
+    def scan_on_device(a, axis=None, dtype=None, out=None):
+        from .scans import scan
+
+        a = to_device_operand(a)
+        if axis is None:
+            a, axis = a.reshape(-1), 0
+        if dtype is None:
+            dtype = np.result_type(a.dtype, np.int64) if a.dtype.kind in "biu" else a.dtype
+        source = a.astype(dtype, copy=False)
+        result = _storage_type().empty(source.shape, source.dtype)
+        scan(code, source, axis % max(source.ndim, 1), result)
+        if out is None:
+            return result
+        out.copy_from(result)
+        return out
+    return scan_on_device
+
+
+def _predicate(code: int) -> Callable:
+    """A NumPy test function that is not a ufunc (``np.isneginf``) as one device kernel with a bool result."""
+    def test(x, out=None):
+        from . import elementwise
+
+        x = to_device_operand(x)
+        out = _storage_type().empty(x.shape, np.bool_) if out is None else out
+        elementwise.unary(code, x, out)
+        return out
+    return test
 
 
 def _shares_memory(a, b, max_work=None):
@@ -333,11 +458,46 @@ def _array_equal(a1, a2, equal_nan=False):
     return bool(np.array_equal(*host, equal_nan=equal_nan))
 
 
-def _host_reduction(func: Callable) -> Callable:
-    """A reduction NumPy code uses for validation (``np.all(idx >= 0)``): computed on the host copy."""
-    def reduce_on_host(a, *args, **kwargs):
-        return func(a.to_numpy() if is_device_array(a) else a, *args, **kwargs)
-    return reduce_on_host
+def _reduce(a, code: int, axis, keepdims: bool, dtype: Any = None):
+    """A device reduction of ``a`` over ``axis`` (None, an int or a tuple) into a new ``dtype`` array
+    (``a``'s dtype when None)."""
+    from .reductions import reduce
+
+    a = to_device_operand(a)
+    dims = tuple(range(a.ndim)) if axis is None else tuple(
+        d % a.ndim for d in ((axis,) if isinstance(axis, (int, np.integer)) else axis))
+    if code in (op.R_MAX, op.R_MIN) and any(a.shape[d] == 0 for d in dims):
+        raise ValueError(f"zero-size array to reduction operation {'maximum' if code == op.R_MAX else 'minimum'} "
+                         "which has no identity")
+    kept = tuple(1 if d in dims else n for d, n in enumerate(a.shape))
+    out = _storage_type().empty(kept, a.dtype if dtype is None else dtype)
+    reduce(code, a, dims, out)
+    return out if keepdims else out.reshape(tuple(n for d, n in enumerate(a.shape) if d not in dims))
+
+
+def _check_reduction(code: int) -> Callable:
+    """A reduction NumPy code uses for checks (``(idx < 0).any()``, ``idx.max()``): computed on the device; over
+    all dims the result is a host scalar (one number copied back), as NumPy's is."""
+    logical = code in (op.R_ALL, op.R_ANY)
+
+    def reduce_on_device(a, axis=None, out=None, keepdims=False):
+        if out is not None:
+            raise RuntimeError("ember: a reduction with out= has no CUDA implementation")
+        result = _reduce(a, code, axis, keepdims, np.bool_ if logical else None)
+        return result.to_numpy()[()] if axis is None and not keepdims else result
+    return reduce_on_device
+
+
+_any, _all = _check_reduction(op.R_ANY), _check_reduction(op.R_ALL)
+_max, _min = _check_reduction(op.R_MAX), _check_reduction(op.R_MIN)
+
+
+def _array_equiv(a1, a2):
+    try:
+        shape = np.broadcast_shapes(np.shape(a1), np.shape(a2))
+    except ValueError:
+        return False
+    return bool(_all(_apply_ufunc(np.equal, (a1, a2), None))) if math.prod(shape) else True
 
 
 _FUNCTIONS: dict[Callable, Callable] = {
@@ -351,9 +511,11 @@ _FUNCTIONS: dict[Callable, Callable] = {
     np.squeeze: _view_function(np.squeeze), np.expand_dims: _view_function(np.expand_dims),
     np.swapaxes: _view_function(np.swapaxes), np.broadcast_to: _view_function(np.broadcast_to),
     np.diagonal: _view_function(np.diagonal),
-    np.all: _host_reduction(np.all), np.any: _host_reduction(np.any), np.min: _host_reduction(np.min),
-    np.max: _host_reduction(np.max), np.amin: _host_reduction(np.amin), np.amax: _host_reduction(np.amax),
-    np.array_equiv: _host_reduction(np.array_equiv),
+    np.all: _all, np.any: _any, np.min: _min, np.max: _max, np.amin: _min, np.amax: _max,
+    np.array_equiv: _array_equiv, np.put_along_axis: _put_along_axis, np.tile: _tile, np.repeat: _repeat,
+    np.roll: _roll, np.tril: _triangle(True), np.triu: _triangle(False), np.flatnonzero: _flat_nonzero,
+    np.argwhere: _argwhere, np.nonzero: _nonzero, np.cumsum: _cumulative(op.S_SUM),
+    np.cumprod: _cumulative(op.S_PROD), np.isneginf: _predicate(op.ISNEGINF), np.isposinf: _predicate(op.ISPOSINF),
 }
 
 
@@ -416,6 +578,12 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
         interface = getattr(self.buffer, "__cuda_array_interface__", None)
         base = interface["data"][0] if interface else id(self.buffer) * 256
         return base + self.offset * self.dtype.itemsize
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is ambiguous. Use a.any() or "
+                             "a.all()")
+        return bool(self.item())
 
     def __len__(self) -> int:
         if not self.shape:
@@ -495,20 +663,18 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
 
     def sum(self, axis=None, dtype=None, keepdims: bool = False):
         """A device reduction (``axis`` None, an int or a tuple), accumulating in ``dtype`` when given."""
-        from .. import opcodes
-        from .reductions import reduce
-
         source = self if dtype is None or np.dtype(dtype) == self.dtype else self.astype(dtype)
-        dims = tuple(range(self.ndim)) if axis is None else tuple(
-            d % self.ndim for d in ((axis,) if isinstance(axis, (int, np.integer)) else axis))
-        kept = tuple(1 if d in dims else n for d, n in enumerate(self.shape))
-        out = type(self).empty(kept, np.result_type(source.dtype, np.int64) if source.dtype.kind in "bi" else
-                               source.dtype)
-        reduce(opcodes.R_SUM, source, dims, out)
-        return out if keepdims else out.reshape(tuple(n for d, n in enumerate(self.shape) if d not in dims))
+        wide = np.result_type(source.dtype, np.int64) if source.dtype.kind in "bi" else source.dtype
+        return _reduce(source, op.R_SUM, axis, keepdims, wide)
 
-    def min(self, *args, **kwargs):
-        return self.to_numpy().min(*args, **kwargs)
+    def any(self, axis=None, out=None, keepdims: bool = False):
+        return _any(self, axis, out, keepdims)
 
-    def max(self, *args, **kwargs):
-        return self.to_numpy().max(*args, **kwargs)
+    def all(self, axis=None, out=None, keepdims: bool = False):
+        return _all(self, axis, out, keepdims)
+
+    def min(self, axis=None, out=None, keepdims: bool = False):
+        return _min(self, axis, out, keepdims)
+
+    def max(self, axis=None, out=None, keepdims: bool = False):
+        return _max(self, axis, out, keepdims)

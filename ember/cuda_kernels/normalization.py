@@ -34,23 +34,33 @@ _ONE = np.float64(1.0)
 
 
 @cuda.jit(device=True)
-def _tree_sum2(a, b, tid):
-    """Sum shared arrays ``a`` and ``b`` into element 0 (every thread of the block must call it)."""
+def _block_sums(t1, t2):
+    """Totals of every thread's ``t1`` and ``t2`` over the block, returned to every thread (a shared-memory tree).
+
+    Every thread of the block must call it; its shared arrays are free for the next call on return.
+    """
+    s1 = cuda.shared.array(_T, float64)
+    s2 = cuda.shared.array(_T, float64)
+    tid = cuda.threadIdx.x
+    s1[tid] = t1
+    s2[tid] = t2
     cuda.syncthreads()
     s = _T // 2
     while s > 0:
         if tid < s:
-            a[tid] += a[tid + s]
-            b[tid] += b[tid + s]
+            s1[tid] += s1[tid + s]
+            s2[tid] += s2[tid + s]
         cuda.syncthreads()
         s //= 2
+    total1 = s1[0]
+    total2 = s2[0]
+    cuda.syncthreads()
+    return total1, total2
 
 
 # ------------------------------------------------------------------ rows (layer norm, group norm)
 @cuda.jit
 def _rows_forward(R, G, K, S, eps, x, ox, w, ow, has_w, b, ob, has_b, y, oy, mean, om, rstd, ors):
-    s1 = cuda.shared.array(_T, float64)
-    s2 = cuda.shared.array(_T, float64)
     tid = cuda.threadIdx.x
     n = K * S
     for r in range(cuda.blockIdx.x, R, cuda.gridDim.x):
@@ -62,11 +72,9 @@ def _rows_forward(R, G, K, S, eps, x, ox, w, ow, has_w, b, ob, has_b, y, oy, mea
             d = float64(x[ox + base + j]) - x0
             t1 += d
             t2 += d * d
-        s1[tid] = t1
-        s2[tid] = t2
-        _tree_sum2(s1, s2, tid)
-        m = s1[0] / n
-        var = s2[0] / n - m * m
+        sum1, sum2 = _block_sums(t1, t2)
+        m = sum1 / n
+        var = sum2 / n - m * m
         if var < 0.0:  # max(var, 0.0): NaN stays NaN
             var = 0.0
         mu = x0 + m
@@ -80,13 +88,10 @@ def _rows_forward(R, G, K, S, eps, x, ox, w, ow, has_w, b, ob, has_b, y, oy, mea
             scale = rs * float64(w[ow + c]) if has_w else rs
             shift = (float64(b[ob + c]) if has_b else 0.0) - mu * scale
             y[oy + base + j] = x[ox + base + j] * scale + shift
-        cuda.syncthreads()  # the next row reuses the shared arrays
 
 
 @cuda.jit
 def _rows_backward(R, G, K, S, dy, ody, x, ox, mean, om, rstd, ors, w, ow, has_w, dx, odx):
-    s1 = cuda.shared.array(_T, float64)
-    s2 = cuda.shared.array(_T, float64)
     tid = cuda.threadIdx.x
     n = K * S
     for r in range(cuda.blockIdx.x, R, cuda.gridDim.x):
@@ -101,22 +106,17 @@ def _rows_backward(R, G, K, S, dy, ody, x, ox, mean, om, rstd, ors, w, ow, has_w
             gi = dy[ody + base + j] * wc
             t1 += gi
             t2 += gi * (x[ox + base + j] - mu)
-        s1[tid] = t1
-        s2[tid] = t2
-        _tree_sum2(s1, s2, tid)
-        a = s1[0] / n
-        bb = s2[0] * rs * rs / n
+        sum1, sum2 = _block_sums(t1, t2)
+        a = sum1 / n
+        bb = sum2 * rs * rs / n
         for j in range(tid, n, _T):
             wc = float64(w[ow + g * K + j // S]) if has_w else _ONE
             i = base + j
             dx[odx + i] = rs * (dy[ody + i] * wc - a - (x[ox + i] - mu) * bb)
-        cuda.syncthreads()
 
 
 @cuda.jit
 def _rows_affine_grads(R, G, K, S, dy, ody, x, ox, mean, om, rstd, ors, dw, odw, db, odb):
-    s1 = cuda.shared.array(_T, float64)
-    s2 = cuda.shared.array(_T, float64)
     tid = cuda.threadIdx.x
     n = K * S
     per_channel = (R // G) * S
@@ -132,20 +132,15 @@ def _rows_affine_grads(R, G, K, S, dy, ody, x, ox, mean, om, rstd, ors, dw, odw,
             d = float64(dy[ody + i])
             tw += d * (x[ox + i] - mean[om + r]) * rstd[ors + r]
             tb += d
-        s1[tid] = tw
-        s2[tid] = tb
-        _tree_sum2(s1, s2, tid)
+        sum_w, sum_b = _block_sums(tw, tb)
         if tid == 0:
-            dw[odw + c] = s1[0]
-            db[odb + c] = s2[0]
-        cuda.syncthreads()
+            dw[odw + c] = sum_w
+            db[odb + c] = sum_b
 
 
 # ------------------------------------------------------------------ channels (batch norm, instance norm)
 @cuda.jit
 def _channel_moments(A, C, S, x, ox, mean, om, var, ov):
-    s1 = cuda.shared.array(_T, float64)
-    s2 = cuda.shared.array(_T, float64)
     tid = cuda.threadIdx.x
     n = A * S
     for c in range(cuda.blockIdx.x, C, cuda.gridDim.x):
@@ -157,23 +152,18 @@ def _channel_moments(A, C, S, x, ox, mean, om, var, ov):
             d = float64(x[ox + (a * C + c) * S + (idx - a * S)]) - x0
             t1 += d
             t2 += d * d
-        s1[tid] = t1
-        s2[tid] = t2
-        _tree_sum2(s1, s2, tid)
+        sum1, sum2 = _block_sums(t1, t2)
         if tid == 0:
-            m = s1[0] / n
-            v = s2[0] / n - m * m
+            m = sum1 / n
+            v = sum2 / n - m * m
             if v < 0.0:
                 v = 0.0
             mean[om + c] = x0 + m
             var[ov + c] = v
-        cuda.syncthreads()
 
 
 @cuda.jit
 def _channel_grad_sums(A, C, S, dy, ody, x, ox, mean, om, sum_dy, osd, sum_dy_xmu, osx):
-    s1 = cuda.shared.array(_T, float64)
-    s2 = cuda.shared.array(_T, float64)
     tid = cuda.threadIdx.x
     n = A * S
     for c in range(cuda.blockIdx.x, C, cuda.gridDim.x):
@@ -186,13 +176,10 @@ def _channel_grad_sums(A, C, S, dy, ody, x, ox, mean, om, sum_dy, osd, sum_dy_xm
             d = float64(dy[ody + i])
             t1 += d
             t2 += d * (x[ox + i] - mu)
-        s1[tid] = t1
-        s2[tid] = t2
-        _tree_sum2(s1, s2, tid)
+        sum1, sum2 = _block_sums(t1, t2)
         if tid == 0:
-            sum_dy[osd + c] = s1[0]
-            sum_dy_xmu[osx + c] = s2[0]
-        cuda.syncthreads()
+            sum_dy[osd + c] = sum1
+            sum_dy_xmu[osx + c] = sum2
 
 
 @cuda.jit

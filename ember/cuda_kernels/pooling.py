@@ -21,16 +21,18 @@ One thread per written element everywhere, except ``max_pool_backward``:
 """
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 
 import numpy as np
 from numba import cuda
 
+from ..cpu_kernels import pooling as _cpu
 from .launch import device_meta, grid
 from .storage import DeviceStorage
 
 __all__ = ["max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward"]
+
+_window_max = cuda.jit(device=True)(_cpu._window_max.py_func)
 
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_MAX = 512
@@ -88,28 +90,22 @@ def _inverse_windows(starts: np.ndarray, counts: np.ndarray, out_size: tuple, in
     return _cached(("inv", starts.shape, starts.tobytes(), counts.tobytes(), out_size, in_size), build)
 
 
+@cuda.jit(device=True)
+def _unravel(i, depth, height, width):
+    """(plane, z, y, x) of flat index ``i`` into C-contiguous (planes, depth, height, width) arrays."""
+    x = i % width
+    y = (i // width) % height
+    z = (i // (width * height)) % depth
+    return i // (width * height * depth), z, y, x
+
+
 @cuda.jit
 def _max_pool(n_items, x, x_off, depth, height, width, out, o_off, indices, i_off, od, oh, ow, starts, counts,
               steps):
-    sz, sy, sx = steps[0], steps[1], steps[2]
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
-        w = i % ow
-        y = (i // ow) % oh
-        z = (i // (ow * oh)) % od
-        p = i // (ow * oh * od)
+        p, z, y, w = _unravel(i, od, oh, ow)
         base = x_off + p * depth * height * width
-        best = -math.inf
-        where = (starts[0, z] * height + starts[1, y]) * width + starts[2, w]
-        for a in range(counts[0, z]):
-            zi = starts[0, z] + a * sz
-            for b in range(counts[1, y]):
-                row = (zi * height + starts[1, y] + b * sy) * width + starts[2, w]
-                for e in range(counts[2, w]):
-                    at = row + e * sx
-                    v = x[base + at]
-                    if v > best or math.isnan(v):  # NaN wins and propagates, as in torch
-                        best = v
-                        where = at
+        best, where = _window_max(x, base, starts, counts, steps, z, y, w, height, width)
         out[o_off + i] = best
         indices[i_off + i] = where
 
@@ -132,10 +128,7 @@ def _max_pool_scatter(n_items, size, extent, grad, g_off, indices, i_off, grad_i
 def _avg_pool(n_items, x, x_off, depth, height, width, out, o_off, od, oh, ow, starts, counts, divisors,
               override):
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
-        w = i % ow
-        y = (i // ow) % oh
-        z = (i // (ow * oh)) % od
-        p = i // (ow * oh * od)
+        p, z, y, w = _unravel(i, od, oh, ow)
         base = x_off + p * depth * height * width
         total = 0.0
         for zi in range(starts[0, z], starts[0, z] + counts[0, z]):
@@ -155,10 +148,7 @@ def _avg_pool(n_items, x, x_off, depth, height, width, out, o_off, od, oh, ow, s
 def _avg_pool_backward(n_items, grad, g_off, od, oh, ow, grad_input, gi_off, depth, height, width, ptr, outs,
                        divisors, override):
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
-        xi = i % width
-        yi = (i // width) % height
-        zi = (i // (width * height)) % depth
-        p = i // (width * height * depth)
+        p, zi, yi, xi = _unravel(i, depth, height, width)
         base = g_off + p * od * oh * ow
         total = 0.0
         for j in range(ptr[0, zi], ptr[0, zi + 1]):
@@ -172,24 +162,24 @@ def _avg_pool_backward(n_items, grad, g_off, od, oh, ow, grad_input, gi_off, dep
         grad_input[gi_off + i] = total
 
 
-def _check(name: str, *storages: DeviceStorage) -> None:
-    for s in storages:
-        if not s.is_contiguous:
-            raise ValueError(f"{name}: needs C-contiguous storages, got {s}")
+def _threads(name: str, written: DeviceStorage, *read: DeviceStorage) -> int:
+    """One thread per element of ``written``: their count, after checking every storage is C-contiguous (none are
+    checked when the count is 0, as nothing is launched)."""
+    if written.numel:
+        for s in (*read, written):
+            if not s.is_contiguous:
+                raise ValueError(f"{name}: needs C-contiguous storages, got {s}")
+    return written.numel
 
 
 def max_pool(x: DeviceStorage, out: DeviceStorage, indices: DeviceStorage, starts: np.ndarray, counts: np.ndarray,
              steps: np.ndarray) -> None:
     """Window maxima of (P, D, H, W) ``x`` into ``out`` and their flat per-plane input positions into ``indices``."""
-    n_items = out.numel
-    if n_items == 0:
-        return
-    _check("max_pool", x, out, indices)
-    _, depth, height, width = x.shape
-    _, od, oh, ow = out.shape
-    _max_pool[grid(n_items)](n_items, x.buffer, x.offset, depth, height, width, out.buffer, out.offset,
-                             indices.buffer, indices.offset, od, oh, ow, _int_meta(starts), _int_meta(counts),
-                             _int_meta(steps))
+    n_items = _threads("max_pool", out, x, indices)
+    if n_items:
+        _max_pool[grid(n_items)](n_items, x.buffer, x.offset, *x.shape[1:], out.buffer, out.offset, indices.buffer,
+                                 indices.offset, *out.shape[1:], _int_meta(starts), _int_meta(counts),
+                                 _int_meta(steps))
 
 
 def max_pool_backward(grad: DeviceStorage, indices: DeviceStorage, grad_input: DeviceStorage) -> None:
@@ -197,10 +187,10 @@ def max_pool_backward(grad: DeviceStorage, indices: DeviceStorage, grad_input: D
 
     Zero fill, then ``cuda.atomic.add`` per output (see the module docstring on determinism).
     """
-    if grad_input.numel == 0:
+    n_items = _threads("max_pool_backward", grad_input, grad, indices)
+    if n_items == 0:
         return
-    _check("max_pool_backward", grad, indices, grad_input)
-    _fill_zero[grid(grad_input.numel)](grad_input.numel, grad_input.buffer, grad_input.offset)
+    _fill_zero[grid(n_items)](n_items, grad_input.buffer, grad_input.offset)
     if grad.numel == 0:
         return
     size, extent = grad.shape[-1], grad_input.shape[-1]
@@ -211,14 +201,10 @@ def max_pool_backward(grad: DeviceStorage, indices: DeviceStorage, grad_input: D
 def avg_pool(x: DeviceStorage, out: DeviceStorage, starts: np.ndarray, counts: np.ndarray, divisors: np.ndarray,
              override: float) -> None:
     """Window sums of ``x`` divided by ``override`` (when nonzero) or the product of the per-dim ``divisors``."""
-    n_items = out.numel
-    if n_items == 0:
-        return
-    _check("avg_pool", x, out)
-    _, depth, height, width = x.shape
-    _, od, oh, ow = out.shape
-    _avg_pool[grid(n_items)](n_items, x.buffer, x.offset, depth, height, width, out.buffer, out.offset, od, oh, ow,
-                             _int_meta(starts), _int_meta(counts), _float_meta(divisors), float(override))
+    n_items = _threads("avg_pool", out, x)
+    if n_items:
+        _avg_pool[grid(n_items)](n_items, x.buffer, x.offset, *x.shape[1:], out.buffer, out.offset, *out.shape[1:],
+                                 _int_meta(starts), _int_meta(counts), _float_meta(divisors), float(override))
 
 
 def avg_pool_backward(grad: DeviceStorage, grad_input: DeviceStorage, starts: np.ndarray, counts: np.ndarray,
@@ -227,13 +213,10 @@ def avg_pool_backward(grad: DeviceStorage, grad_input: DeviceStorage, starts: np
 
     A gather through the inverse window table: deterministic, no atomics.
     """
-    n_items = grad_input.numel
+    n_items = _threads("avg_pool_backward", grad_input, grad)
     if n_items == 0:
         return
-    _check("avg_pool_backward", grad, grad_input)
-    _, od, oh, ow = grad.shape
-    _, depth, height, width = grad_input.shape
-    ptr, outs = _inverse_windows(starts, counts, (od, oh, ow), (depth, height, width))
-    _avg_pool_backward[grid(n_items)](n_items, grad.buffer, grad.offset, od, oh, ow, grad_input.buffer,
-                                      grad_input.offset, depth, height, width, ptr, outs, _float_meta(divisors),
-                                      float(override))
+    out_size, in_size = grad.shape[1:], grad_input.shape[1:]
+    ptr, outs = _inverse_windows(starts, counts, out_size, in_size)
+    _avg_pool_backward[grid(n_items)](n_items, grad.buffer, grad.offset, *out_size, grad_input.buffer,
+                                      grad_input.offset, *in_size, ptr, outs, _float_meta(divisors), float(override))

@@ -11,13 +11,15 @@ Accumulation follows the CPU backend: float16 and float32 in float32, float64
 in float64, integers in int64 wrapped to the output dtype on the store, and
 bool as the OR of ANDs (a nonzero count stored into bool). The tile dtype must
 be a compile-time constant for ``cuda.shared.array``, so there is one kernel per
-accumulator dtype (three), built by one factory at import.
+accumulator dtype (three), built by one factory at import. Float products go to
+cuBLAS instead when CuPy is installed (``vendor_blas``).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import cuda
 
+from . import vendor_blas
 from .launch import SIMULATOR, grid
 
 __all__ = ["matmul", "TILE"]
@@ -108,7 +110,7 @@ def matmul(a, b, out) -> None:
     if a.dtype != out.dtype or b.dtype != out.dtype:
         raise TypeError(f"matmul: dtypes {a.dtype}, {b.dtype} -> {out.dtype} differ")
     tiles = batch * -(-m // TILE) * -(-n // TILE)
-    if tiles == 0:
+    if tiles == 0 or (depth and vendor_blas.matmul(a, b, out)):
         return
     operands = (a.buffer, a.offset, tuple(a.strides), b.buffer, b.offset, tuple(b.strides),
                 out.buffer, out.offset, tuple(out.strides), batch, m, depth, n)

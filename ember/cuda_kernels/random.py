@@ -9,12 +9,15 @@ calls differ; ``ember.cuda.manual_seed`` replays them). Each call owns a 2**64-b
 never overlap.
 
 Conversions: float32 uniforms use 24 random bits (four per Philox call), float64 uniforms 53 bits (two per
-call); normals are Box-Muller pairs (computed in float64); Bernoulli compares 32 random bits with p. Uniform
-values lie in [low, high): a value that rounds up to ``high`` in the output dtype is replaced by ``low``.
+call); normals are Box-Muller pairs (computed in float64); Bernoulli compares 32 random bits with p; integers
+in [low, high] take one word modulo the range when it spans at most 2**32 values, else two words (torch's rule,
+with its small modulo bias). Uniform values lie in [low, high): a value that rounds up to ``high`` in the output
+dtype is replaced by ``low``.
 
 All arithmetic is done in uint64 on values below 2**32 (the 32x32-bit products fit), so there is no overflow,
-on a GPU or in Numba's simulator. Kernels fill ``buffer[:n]`` of a flat 1-D device array; a strided tensor is
-filled through a contiguous buffer and a copy.
+on a GPU or in Numba's simulator. Kernels fill ``buffer[:n]`` of a flat 1-D device array; ``DeviceDraws`` fills
+device storage of any layout (directly when it is contiguous in the kernel's dtype, else through a contiguous
+buffer and a copy) and derives the other distributions from device uniforms with device elementwise math.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ import numpy as np
 from numba import cuda
 
 from .launch import grid
+from .ndarray import is_device_array
+from .storage import DeviceStorage
 
 _M0 = np.uint64(0xD2511F53)
 _M1 = np.uint64(0xCD9E8D57)
@@ -40,6 +45,7 @@ _TWO_POW_M24 = 1.0 / 16777216.0
 _TWO_POW_M32 = 1.0 / 4294967296.0
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
 _TWO_PI = 2.0 * math.pi
+_SIGN64 = np.uint64(1 << 63)
 
 
 @cuda.jit(device=True)
@@ -157,6 +163,37 @@ def _bernoulli_kernel(out, n, k0, k1, c2, c3, probs, p_step):
         _put_bernoulli(out, i + 3, n, w3, probs, p_step)
 
 
+@cuda.jit(device=True)
+def _put_integer(out, i, n, v, low, low_shifted, span):
+    """out[i] = low + v mod span (span 0: the full 2**64 range), never overflowing int64.
+
+    A reduced value at or above 2**63 only occurs for ranges wider than 2**63 (so low < 0): it is added as
+    (low + 2**63) + (v - 2**63), both terms in [0, 2**63)."""
+    if i < n:
+        if span != 0:
+            v = v % span
+        if v >= _SIGN64:
+            out[i] = low_shifted + np.int64(v - _SIGN64)
+        else:
+            out[i] = low + np.int64(v)
+
+
+@cuda.jit
+def _integers_kernel(out, n, k0, k1, c2, c3, low, low_shifted, span, wide):
+    per = 2 if wide else 4
+    for j in range(cuda.grid(1), (n + per - 1) // per, cuda.gridsize(1)):
+        w0, w1, w2, w3 = _block_words(j, k0, k1, c2, c3)
+        i = per * j
+        if wide:
+            _put_integer(out, i, n, (w0 << _SHIFT32) | w1, low, low_shifted, span)
+            _put_integer(out, i + 1, n, (w2 << _SHIFT32) | w3, low, low_shifted, span)
+        else:
+            _put_integer(out, i, n, w0, low, low_shifted, span)
+            _put_integer(out, i + 1, n, w1, low, low_shifted, span)
+            _put_integer(out, i + 2, n, w2, low, low_shifted, span)
+            _put_integer(out, i + 3, n, w3, low, low_shifted, span)
+
+
 # ------------------------------------------------------------------------------------------------------ launchers
 _U64 = (1 << 64) - 1
 
@@ -244,4 +281,91 @@ def bernoulli_(buffer: Any, n: int, seed: int, offset: int, p: Any = 0.5, stream
         _launch(_bernoulli_kernel, n, 4, stream, buffer, n, *_key_counter(seed, offset), probs, step)
 
 
-__all__ = ["philox4x32_10", "random_bits_", "uniform_", "normal_", "bernoulli_"]
+def integers_(buffer: Any, n: int, seed: int, offset: int, low: int, high: int, stream: Any = 0) -> None:
+    """Fill ``buffer[:n]`` (int64) with integers drawn from [low, high] (both ends included, int64 values)."""
+    _check("integers_", buffer, n, "i")
+    if np.dtype(buffer.dtype) != np.int64:
+        raise TypeError(f"integers_: expected an int64 buffer, got {np.dtype(buffer.dtype)}")
+    if not -(1 << 63) <= low <= high < (1 << 63):
+        raise RuntimeError(f"integers_: expected int64 bounds with low <= high, got low={low}, high={high}")
+    if n:
+        span = high - low + 1
+        wide = span > 1 << 32
+        _launch(_integers_kernel, n, 2 if wide else 4, stream, buffer, n, *_key_counter(seed, offset), np.int64(low),
+                np.int64(low + (1 << 63) if low < 0 else 0), np.uint64(span & _U64), wide)
+
+
+# ------------------------------------------------------------------------------------------- device storage draws
+class DeviceDraws:
+    """The random draws sampling ops need, on device storage, from one CUDA generator.
+
+    ``state`` hands out (seed, offset) pairs (``ember.cuda.random.CudaGeneratorState``): every kernel launch
+    takes a fresh offset, so its numbers are new and reseeding replays them. The ``fill_*`` methods write into
+    storage of any layout; the others return new contiguous storage. The host twin is
+    ``ember.tensor.random_ops._HostDraws``.
+    """
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: Any) -> None:
+        self._state = state
+
+    def _new(self, shape: tuple[int, ...], dtype: Any, fill: Any, *args: Any) -> DeviceStorage:
+        out = DeviceStorage.empty(shape, dtype)
+        fill(out.buffer, out.size, *self._state.next_seed_offset(), *args)
+        return out
+
+    def _write(self, a: DeviceStorage, dtype: Any, fill: Any, *args: Any) -> None:
+        """Fill ``a`` in place when it is contiguous in ``dtype``, else through a new buffer and a copy."""
+        if a.is_contiguous and a.dtype == np.dtype(dtype):
+            fill(a.buffer[a.offset:a.offset + a.size], a.size, *self._state.next_seed_offset(), *args)
+        else:
+            a[...] = self._new(a.shape, dtype, fill, *args)
+
+    def bits(self, n: int) -> DeviceStorage:
+        """``n`` uint32 words of random bits (dropout masks)."""
+        return self._new((n,), np.uint32, random_bits_)
+
+    def uniform(self, shape: tuple[int, ...], dtype: Any) -> DeviceStorage:
+        """Uniform values in [0, 1) of a float dtype."""
+        return self._new(shape, dtype, uniform_, 0.0, 1.0)
+
+    def standard_normal(self, shape: tuple[int, ...], dtype: Any) -> DeviceStorage:
+        return self._new(shape, dtype, normal_, 0.0, 1.0)
+
+    def standard_exponential(self, shape: tuple[int, ...], dtype: Any) -> DeviceStorage:
+        """-log(1 - u): 1 - u lies in (0, 1], so every value is finite."""
+        return -np.log1p(-self.uniform(shape, dtype))
+
+    def geometric(self, p: float, shape: tuple[int, ...]) -> DeviceStorage:
+        """Trials to the first success (1, 2, ...) as float64: ceil(log(1 - u) / log(1 - p)), at least 1."""
+        return np.maximum(np.ceil(np.log1p(-self.uniform(shape, np.float64)) / math.log1p(-p)), 1.0)
+
+    def fill_uniform(self, a: DeviceStorage, low: float, high: float) -> None:
+        self._write(a, a.dtype, uniform_, low, high)
+
+    def fill_normal(self, a: DeviceStorage, mean: Any, std: Any) -> None:
+        """Normal values; ``mean`` and ``std`` are numbers or device storage broadcastable to ``a``."""
+        if is_device_array(mean) or is_device_array(std):
+            a[...] = self.standard_normal(a.shape, a.dtype) * _cast(std, a.dtype) + _cast(mean, a.dtype)
+        else:
+            self._write(a, a.dtype, normal_, mean, std)
+
+    def fill_integers(self, a: DeviceStorage, low: int, high: int) -> None:
+        """Integers in [low, high], both included."""
+        self._write(a, np.int64, integers_, low, high)
+
+    def fill_bernoulli(self, a: DeviceStorage, p: Any) -> None:
+        """1 with probability ``p``: a number, or device storage of ``a``'s shape (a broadcast view is fine)."""
+        if is_device_array(p):
+            probs = p.contiguous().astype(np.float64, copy=False).reshape(-1)
+            p = probs.buffer[probs.offset:probs.offset + probs.size]
+        self._write(a, a.dtype, bernoulli_, p)
+
+
+def _cast(x: Any, dtype: Any) -> Any:
+    """Device storage in ``dtype`` (numbers as they are)."""
+    return x.astype(dtype, copy=False) if is_device_array(x) else x
+
+
+__all__ = ["philox4x32_10", "random_bits_", "uniform_", "normal_", "bernoulli_", "integers_", "DeviceDraws"]

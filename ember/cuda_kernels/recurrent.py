@@ -41,12 +41,19 @@ def _store(a, i, v):
     return a[i]
 
 
+@cuda.jit(device=True)
+def _unit(e, H, gates):
+    """Hidden unit ``j`` of element ``e`` of a (rows, H) array and the column of its first gate in the same row of
+    a (rows, gates * H) array, where gate ``k`` of unit ``j`` sits at column ``k * H + j``."""
+    b = e // H
+    j = e - b * H
+    return j, b * gates * H + j
+
+
 @cuda.jit
 def _lstm_forward(n, H, xw, oxw, hh, ohh, bias, ob, gates, og, c_prev, ocp, c_new, ocn, tanh_c, otc, h_new, ohn):
     for e in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b = e // H
-        j = e - b * H
-        wide = b * 4 * H + j  # column j of gate block 0 in a (rows, 4H) array
+        j, wide = _unit(e, H, 4)
         i = _store(gates, og + wide, _sigmoid(hh[ohh + wide] + xw[oxw + wide] + bias[ob + j]))
         k = wide + H
         f = _store(gates, og + k, _sigmoid(hh[ohh + k] + xw[oxw + k] + bias[ob + H + j]))
@@ -64,9 +71,7 @@ def _lstm_forward(n, H, xw, oxw, hh, ohh, bias, ob, gates, og, c_prev, ocp, c_ne
 @cuda.jit
 def _lstm_backward(n, H, dh, odh, dc, odc, gates, og, tanh_c, otc, c_prev, ocp, dgates, odg):
     for e in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b = e // H
-        j = e - b * H
-        wide = b * 4 * H + j
+        _, wide = _unit(e, H, 4)
         i = gates[og + wide]
         f = gates[og + wide + H]
         g = gates[og + wide + 2 * H]
@@ -84,9 +89,7 @@ def _lstm_backward(n, H, dh, odh, dc, odc, gates, og, tanh_c, otc, c_prev, ocp, 
 @cuda.jit
 def _gru_forward(n, H, xw, oxw, bias, ob, gh, ogh, h_prev, ohp, gates, og, h_new, ohn):
     for e in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b = e // H
-        j = e - b * H
-        wide = b * 3 * H + j
+        j, wide = _unit(e, H, 3)
         r = _store(gates, og + wide, _sigmoid(xw[oxw + wide] + bias[ob + j] + gh[ogh + wide]))
         k = wide + H
         z = _store(gates, og + k, _sigmoid(xw[oxw + k] + bias[ob + H + j] + gh[ogh + k]))
@@ -98,9 +101,7 @@ def _gru_forward(n, H, xw, oxw, bias, ob, gh, ogh, h_prev, ohp, gates, og, h_new
 @cuda.jit
 def _gru_backward(n, H, dh, odh, gates, og, gh, ogh, h_prev, ohp, dxw, odx, dgh, odg, dh_prev, odp):
     for e in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b = e // H
-        j = e - b * H
-        wide = b * 3 * H + j
+        _, wide = _unit(e, H, 3)
         r = gates[og + wide]
         z = gates[og + wide + H]
         nn = gates[og + wide + 2 * H]
@@ -117,16 +118,20 @@ def _gru_backward(n, H, dh, odh, gates, og, gh, ogh, h_prev, ohp, dxw, odx, dgh,
         dh_prev[odp + e] = d * z
 
 
-def _args(name: str, rows: int, *pairs) -> list:
-    """Buffers and offsets of (storage, columns) pairs, each checked to be C-contiguous ``(rows, columns)``
-    (1-D ``(columns,)`` for a bias: rows given as 0) within its buffer."""
-    out = []
+def _launch(kernel, name: str, rows: int, hidden: int, *pairs) -> None:
+    """Launch ``kernel`` over the ``rows * hidden`` (row, unit) pairs on the buffers and offsets of the
+    (storage, columns) ``pairs``, each checked to be C-contiguous ``(rows, columns)`` (1-D ``(columns,)`` for a
+    bias) within its buffer. Nothing to do, nothing checked."""
+    n = rows * hidden
+    if n == 0:
+        return
+    args = []
     for s, cols in pairs:
         shape = (cols,) if s.ndim == 1 else (rows, cols)
         if s.shape != shape or not s.is_contiguous or s.offset < 0 or s.offset + s.numel > s.buffer.size:
             raise ValueError(f"{name}: expected a C-contiguous {shape} storage, got {s}")
-        out += [s.buffer, s.offset]
-    return out
+        args += [s.buffer, s.offset]
+    kernel[grid(n)](n, hidden, *args)
 
 
 def lstm_cell_forward(xw: DeviceStorage, hh: DeviceStorage, bias: DeviceStorage, gates: DeviceStorage,
@@ -137,26 +142,18 @@ def lstm_cell_forward(xw: DeviceStorage, hh: DeviceStorage, bias: DeviceStorage,
     Writes the activated (i, f, g, o) to ``gates``, the new cell ``c_new``, its ``tanh_c`` and ``h_new``.
     """
     rows, hidden = c_new.shape
-    n = rows * hidden
-    if n == 0:
-        return
     w = 4 * hidden
-    args = _args("lstm_cell_forward", rows, (xw, w), (hh, w), (bias, w), (gates, w), (c_prev, hidden),
-                 (c_new, hidden), (tanh_c, hidden), (h_new, hidden))
-    _lstm_forward[grid(n)](n, hidden, *args)
+    _launch(_lstm_forward, "lstm_cell_forward", rows, hidden, (xw, w), (hh, w), (bias, w), (gates, w),
+            (c_prev, hidden), (c_new, hidden), (tanh_c, hidden), (h_new, hidden))
 
 
 def lstm_cell_backward(dh: DeviceStorage, dc: DeviceStorage, gates: DeviceStorage, tanh_c: DeviceStorage,
                        c_prev: DeviceStorage, dgates: DeviceStorage) -> None:
     """Gradients of one LSTM step: ``dgates`` gets d(pre-activations); ``dc`` becomes d(c_prev) in place."""
     rows, hidden = tanh_c.shape
-    n = rows * hidden
-    if n == 0:
-        return
     w = 4 * hidden
-    args = _args("lstm_cell_backward", rows, (dh, hidden), (dc, hidden), (gates, w), (tanh_c, hidden),
-                 (c_prev, hidden), (dgates, w))
-    _lstm_backward[grid(n)](n, hidden, *args)
+    _launch(_lstm_backward, "lstm_cell_backward", rows, hidden, (dh, hidden), (dc, hidden), (gates, w),
+            (tanh_c, hidden), (c_prev, hidden), (dgates, w))
 
 
 def gru_cell_forward(xw: DeviceStorage, bias: DeviceStorage, gh: DeviceStorage, h_prev: DeviceStorage,
@@ -166,23 +163,15 @@ def gru_cell_forward(xw: DeviceStorage, bias: DeviceStorage, gh: DeviceStorage, 
     Writes the activated (r, z, n) to ``gates`` and ``h_new = (1 - z) * n + z * h_prev``.
     """
     rows, hidden = h_new.shape
-    n = rows * hidden
-    if n == 0:
-        return
     w = 3 * hidden
-    args = _args("gru_cell_forward", rows, (xw, w), (bias, w), (gh, w), (h_prev, hidden), (gates, w),
-                 (h_new, hidden))
-    _gru_forward[grid(n)](n, hidden, *args)
+    _launch(_gru_forward, "gru_cell_forward", rows, hidden, (xw, w), (bias, w), (gh, w), (h_prev, hidden),
+            (gates, w), (h_new, hidden))
 
 
 def gru_cell_backward(dh: DeviceStorage, gates: DeviceStorage, gh: DeviceStorage, h_prev: DeviceStorage,
                       dxw: DeviceStorage, dgh: DeviceStorage, dh_prev: DeviceStorage) -> None:
     """Gradients of one GRU step: d(input part) ``dxw``, d(hidden part) ``dgh`` and the direct d(h_prev)."""
     rows, hidden = dh.shape
-    n = rows * hidden
-    if n == 0:
-        return
     w = 3 * hidden
-    args = _args("gru_cell_backward", rows, (dh, hidden), (gates, w), (gh, w), (h_prev, hidden), (dxw, w),
-                 (dgh, w), (dh_prev, hidden))
-    _gru_backward[grid(n)](n, hidden, *args)
+    _launch(_gru_backward, "gru_cell_backward", rows, hidden, (dh, hidden), (gates, w), (gh, w),
+            (h_prev, hidden), (dxw, w), (dgh, w), (dh_prev, hidden))

@@ -45,6 +45,13 @@ def line_start(line, meta, dim, row):
 
 
 @cuda.jit(device=True)
+def _line(line, meta, dim, row, off):
+    """Buffer position of the first element of ``line`` in the operand of ``meta[row]`` (whose view starts at
+    ``off``) and its step along ``dim``."""
+    return off + line_start(line, meta, dim, row), meta[row, dim]
+
+
+@cuda.jit(device=True)
 def combine(code, t, v):
     """Running value ``t`` combined with element ``v`` (S_SUM, S_PROD, S_MAX or S_MIN; NaN propagates)."""
     if code == op.S_SUM:
@@ -75,11 +82,9 @@ def logaddexp(a, b):
 @cuda.jit
 def _scan_kernel(code, start, x, x_off, out, o_off, meta, dim, lines):
     n = meta[0, dim]
-    sx = meta[1, dim]
-    so = meta[2, dim]
     for line in range(cuda.grid(1), lines, cuda.gridsize(1)):
-        px = x_off + line_start(line, meta, dim, 1)
-        po = o_off + line_start(line, meta, dim, 2)
+        px, sx = _line(line, meta, dim, 1, x_off)
+        po, so = _line(line, meta, dim, 2, o_off)
         t = start
         for j in range(n):
             t = combine(code, t, x[px + j * sx])
@@ -89,11 +94,9 @@ def _scan_kernel(code, start, x, x_off, out, o_off, meta, dim, lines):
 @cuda.jit
 def _logcumsumexp_kernel(x, x_off, out, o_off, meta, dim, lines):
     n = meta[0, dim]
-    sx = meta[1, dim]
-    so = meta[2, dim]
     for line in range(cuda.grid(1), lines, cuda.gridsize(1)):
-        px = x_off + line_start(line, meta, dim, 1)
-        po = o_off + line_start(line, meta, dim, 2)
+        px, sx = _line(line, meta, dim, 1, x_off)
+        po, so = _line(line, meta, dim, 2, o_off)
         t = -math.inf
         for j in range(n):
             t = logaddexp(t, np.float64(x[px + j * sx]))
@@ -103,13 +106,10 @@ def _logcumsumexp_kernel(x, x_off, out, o_off, meta, dim, lines):
 @cuda.jit
 def _scan_indices_kernel(code, x, x_off, values, v_off, indices, i_off, meta, dim, lines):
     n = meta[0, dim]
-    sx = meta[1, dim]
-    sv = meta[2, dim]
-    si = meta[3, dim]
     for line in range(cuda.grid(1), lines, cuda.gridsize(1)):
-        px = x_off + line_start(line, meta, dim, 1)
-        pv = v_off + line_start(line, meta, dim, 2)
-        pi = i_off + line_start(line, meta, dim, 3)
+        px, sx = _line(line, meta, dim, 1, x_off)
+        pv, sv = _line(line, meta, dim, 2, v_off)
+        pi, si = _line(line, meta, dim, 3, i_off)
         m = x[px]
         at = 0
         for j in range(n):

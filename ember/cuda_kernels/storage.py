@@ -83,6 +83,16 @@ class DeviceStorage(NdarrayProtocol):
                 hi += s * (n - 1)
         return lo, hi + 1
 
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """This view as other GPU libraries (CuPy for cuBLAS, ...) read it: the same memory, no copy. Work is
+        ordered on the legacy default stream (1), where ember launches its kernels. (The simulator has no
+        addresses: there the pointer is ``data_ptr``'s stand-in.)"""
+        item = self.dtype.itemsize
+        start = self.data_ptr() if self.numel else 0
+        return {"shape": self.shape, "strides": tuple(s * item for s in self.strides), "typestr": self.dtype.str,
+                "data": (start, False), "version": 3, "stream": 1}
+
     def to_numpy(self) -> np.ndarray:
         """A new host array with this view's elements (C-contiguous)."""
         if self.numel == 0:

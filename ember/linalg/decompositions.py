@@ -12,6 +12,7 @@ from ._common import check_matrix, constant, eye, lapack_info, linalg_eigh, lina
     off_diagonal_reciprocal, raise_first_failure
 from .solves import solve_triangular
 from ..tensor.out_arg import with_out
+from ._host import through_host
 
 
 def _needs_grad(A: Tensor) -> bool:
@@ -47,6 +48,7 @@ class Cholesky(Function):
 
 
 @with_out
+@through_host
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """torch.linalg.cholesky: ``L`` with ``A = L L^T`` (``U = L^T`` when ``upper``); LinAlgError when ``A``
     is not positive-definite."""
@@ -108,6 +110,7 @@ def _concat_last(a: Tensor, b: Tensor) -> Tensor:
 
 
 @with_out
+@through_host
 def qr(A: Tensor, mode: str = "reduced") -> linalg_qr:
     """torch.linalg.qr: ``A = Q R`` with orthonormal Q and upper-triangular R; mode 'reduced', 'complete' or 'r'
     (Q empty)."""
@@ -161,6 +164,7 @@ class SVD(Function):
 
 
 @with_out
+@through_host
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> linalg_svd:
     """torch.linalg.svd: ``A = U diag(S) Vh`` with S descending; ``full_matrices=False`` gives the reduced
     factors."""
@@ -169,6 +173,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> 
 
 
 @with_out
+@through_host
 def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """torch.linalg.svdvals: singular values, descending (vectors are only computed when a gradient needs
     them)."""
@@ -208,6 +213,7 @@ def _check_uplo(UPLO: str) -> None:
 
 
 @with_out
+@through_host
 def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     """torch.linalg.eigh: ascending eigenvalues and orthonormal eigenvectors of symmetric matrices, from the
     ``UPLO`` triangle."""
@@ -217,6 +223,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
 
 
 @with_out
+@through_host
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     """torch.linalg.eigvalsh: ascending eigenvalues of symmetric matrices (vectors only when a gradient needs
     them)."""

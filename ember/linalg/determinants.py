@@ -9,6 +9,7 @@ from ..tensor.tensor import Tensor
 from ._common import check_matrix, eye, linalg_slogdet
 from .inverses import inv
 from ..tensor.out_arg import with_out
+from ._host import through_host
 
 
 def _cofactor(A: Tensor) -> Tensor:
@@ -41,6 +42,7 @@ class Det(Function):
 
 
 @with_out
+@through_host
 def det(A: Tensor) -> Tensor:
     """torch.linalg.det: determinant of each square matrix of a batch."""
     check_matrix(A, "linalg.det", square=True, half_kernel="lu_cpu")
@@ -66,6 +68,7 @@ class Slogdet(Function):
 
 
 @with_out
+@through_host
 def slogdet(A: Tensor) -> linalg_slogdet:
     """torch.linalg.slogdet: sign and log of the absolute determinant, stable where det under/overflows."""
     check_matrix(A, "linalg.slogdet", square=True)

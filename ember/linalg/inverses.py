@@ -13,6 +13,7 @@ from ..tensor.tensor import Tensor
 from ..tensor.out_arg import with_out
 from ._common import check_matrix, lapack_info, raise_first_failure, scalar_or_array, \
     singular_message
+from ._host import through_host
 
 
 def _inverse_array(A: Tensor, op: str = "linalg.inv") -> np.ndarray:
@@ -42,6 +43,7 @@ class Inv(Function):
 
 
 @with_out
+@through_host
 def inv(A: Tensor) -> Tensor:
     """torch.linalg.inv: the inverse of each square matrix of a batch (LinAlgError when one is singular)."""
     check_matrix(A, "linalg.inv", square=True)
@@ -103,6 +105,7 @@ def _check_pinv(A: Any) -> None:
 
 
 @with_out
+@through_host
 def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
     """torch.linalg.pinv: pseudo-inverse, singular values below ``max(atol, rtol * s_max)`` dropped."""
     _check_pinv(A)
@@ -110,6 +113,7 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
 
 
 @with_out
+@through_host
 def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
     """torch.linalg.matrix_rank: how many singular values exceed ``max(atol, rtol * s_max)`` (int64)."""
     if not isinstance(A, Tensor) or A.ndim < 2:

@@ -14,6 +14,7 @@ from ._common import LinAlgError, check_matrix, check_same_dtype, check_tensor, 
     raise_first_failure
 from .inverses import Pinv, pinv_vjp
 from ..tensor.out_arg import with_out
+from ._host import through_host
 
 
 def _broadcast_pair(A: Tensor, B: Tensor, op: str) -> tuple[np.ndarray, np.ndarray]:
@@ -58,6 +59,7 @@ class Solve(Function):
 
 
 @with_out
+@through_host
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """torch.linalg.solve: ``X`` with ``A X = B`` (or ``X A = B`` when ``left=False``); B may be a (batch of)
     vector(s)."""
@@ -113,6 +115,7 @@ class SolveTriangular(Function):
 
 
 @with_out
+@through_host
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
     """torch.linalg.solve_triangular: solve with a triangular ``A`` by substitution (no factorization)."""
     op = "linalg.solve_triangular"
@@ -186,6 +189,7 @@ class Lstsq(Function):
         return gA, gB, None, None
 
 
+@through_host
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> linalg_lstsq:
     """torch.linalg.lstsq: least-squares solutions (CPU default driver 'gelsy'), with residuals, rank and
     singular values where the driver computes them."""

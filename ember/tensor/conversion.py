@@ -64,19 +64,20 @@ class ToDevice(Function):
     """A copy on another device; the gradient goes back to the source device."""
 
     @staticmethod
-    def forward(ctx, x, dev):
+    def forward(ctx, x, dev, non_blocking=False):
         ctx.source = x.device
-        return place(x._array, dev)
+        return place(x._array, dev, non_blocking)
 
     @staticmethod
     def backward(ctx, g):
-        return to(g, ctx.source), None
+        return to(g, ctx.source), None, None
 
 
 def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Convert dtype and/or device; returns ``input`` itself when nothing changes (unless copy=True).
 
-    ``non_blocking`` is accepted; copies are synchronous (always safe to read right after)."""
+    ``non_blocking=True`` queues a copy from pinned host memory to the GPU on the current stream and returns at
+    once (see ``pin_memory``); other copies are synchronous."""
     dev, dt = _parse_to(args, kwargs)
     target_device = input.device if dev is None else as_device(dev)
     target = dtypes.to_dtype(dt) if dt is not None else input.dtype
@@ -84,7 +85,7 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         return clone(input) if kwargs.get("copy") else input
     result = input
     if target_device != input.device:
-        result = ToDevice.apply(result, target_device)
+        result = ToDevice.apply(result, target_device, bool(kwargs.get("non_blocking", False)))
     return result if target is result.dtype else Cast.apply(result, target)
 
 
@@ -95,7 +96,8 @@ def cpu(input: Tensor, memory_format: Any = None) -> Tensor:
 
 def cuda(input: Tensor, device: Any = None, non_blocking: bool = False, memory_format: Any = None) -> Tensor:
     """This tensor on a CUDA device (the current one by default; an int is a device index)."""
-    return to(input, "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+    return to(input, "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device),
+              non_blocking=non_blocking)
 
 
 def _caster(dt: dtypes.dtype):

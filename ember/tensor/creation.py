@@ -10,9 +10,14 @@ from . import dtypes
 from .device import CPU, allocate, as_device, place
 from .tensor import Size, Tensor
 from .out_arg import with_out
+from .pinned import pinned_copy
 
 
-def _finish(array: np.ndarray, requires_grad: bool, device: Any = CPU) -> Tensor:
+def _finish(array: np.ndarray, requires_grad: bool, device: Any = CPU, pin_memory: bool = False) -> Tensor:
+    if pin_memory:
+        if device.type != "cpu":
+            raise RuntimeError("Only dense CPU tensors can be pinned")
+        array = pinned_copy(array)
     t = Tensor._make(place(array, device))
     if requires_grad:
         t.requires_grad_(True)
@@ -65,13 +70,13 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
     if isinstance(data, Tensor):  # a copy on the tensor's device unless told otherwise
         dev = data.device if device is None else as_device(device)
         dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
-        return _finish(place(data._array, dev).astype(dt.np), requires_grad, dev)
+        return _finish(place(data._array, dev).astype(dt.np), requires_grad, dev, pin_memory)
     device = as_device(device)
     array = _to_numpy(data)
     if array.dtype == object or array.dtype.kind not in "biuf":
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(data, array)
-    return _finish(np.array(array, dtype=dt.np, copy=True), requires_grad, device)
+    return _finish(np.array(array, dtype=dt.np, copy=True), requires_grad, device, pin_memory)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -94,32 +99,33 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._make(array)
 
 
-def _filled(size: Sequence[Any], op: str, value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+def _filled(size: Sequence[Any], op: str, value: Any, dtype: Any, device: Any, requires_grad: bool,
+            pin_memory: bool = False) -> Tensor:
     device = as_device(device)
     shape = _size_arg(size, op)
     dt = _dtype_or_default(dtype)
-    return _finish(allocate(shape, dt.np, device, value), requires_grad, device)
+    return _finish(allocate(shape, dt.np, device, value), requires_grad, device, pin_memory)
 
 
 @with_out
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          layout: Any = None) -> Tensor:
+          layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _filled(size, "zeros", 0, dtype, device, requires_grad)
+    return _filled(size, "zeros", 0, dtype, device, requires_grad, pin_memory)
 
 
 @with_out
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         layout: Any = None) -> Tensor:
+         layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _filled(size, "ones", 1, dtype, device, requires_grad)
+    return _filled(size, "ones", 1, dtype, device, requires_grad, pin_memory)
 
 
 @with_out
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           memory_format: Any = None, pin_memory: bool = False, layout: Any = None) -> Tensor:
     """An uninitialised tensor."""
-    return _filled(size, "empty", None, dtype, device, requires_grad)
+    return _filled(size, "empty", None, dtype, device, requires_grad, pin_memory)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,

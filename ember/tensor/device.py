@@ -93,12 +93,17 @@ def array_device(array: Any) -> device:
     return CPU if type(array) is np.ndarray else cuda_device(array.device_index)
 
 
-def place(array: Any, dev: device) -> Any:
-    """``array`` on ``dev`` (copied across devices, returned as is when already there)."""
+def place(array: Any, dev: device, non_blocking: bool = False) -> Any:
+    """``array`` on ``dev`` (copied across devices, returned as is when already there). ``non_blocking`` queues a
+    copy from pinned host memory on the current stream instead of waiting for it."""
     if dev.type == "cpu":
         return array if type(array) is np.ndarray else array.to_numpy()
     if type(array) is not np.ndarray:
         return array
+    from .pinned import copy_to_device_async, is_pinned_array
+
+    if non_blocking and array.flags.c_contiguous and is_pinned_array(array):
+        return copy_to_device_async(array)
     from ..cuda_kernels import DeviceStorage
 
     return DeviceStorage.from_numpy(array)

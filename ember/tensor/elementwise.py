@@ -212,7 +212,7 @@ def signbit(x: Tensor) -> Tensor:
 
 def logical_not(x: Tensor) -> Tensor:
     """Elementwise ``not`` (result is bool)."""
-    out = np.empty(x._array.shape, dtype=np.bool_)
+    out = np.empty(x._array.shape, dtype=np.bool_, like=x._array)
     backend(x).unary(op.LOGICAL_NOT, as_array(x, compute_dtype(x.dtype)), out)
     return Tensor._make(out)
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..autograd.function import Function
 from . import dtypes, views
 from ._dispatch import ascontiguous, backend, broadcast_shapes, copy_array, sum_to_shape
-from .device import CPU, place
+from .device import CPU, array_device, place
 from .conversion import copy_
 from .elementwise import _dtype_name, inplace, where as _where3
 from .tensor import Tensor, _wrap_dim
@@ -408,7 +408,8 @@ def _flat_mask(op: str, input: Tensor, mask: Tensor) -> tuple[tuple[int, ...], T
     """Broadcast ``input`` and ``mask``: the shape, ``input`` flattened, and the key of the mask's ones."""
     shape = broadcast_shapes(input.shape, mask.shape, op=op)
     flat = (input if input.shape == shape else views.expand(input, shape)).reshape(-1)
-    return shape, flat, (np.flatnonzero(np.broadcast_to(mask._array, shape)),)
+    positions = np.flatnonzero(np.broadcast_to(mask._array, shape))  # found on the mask's device
+    return shape, flat, (place(positions, CPU),)  # keys are host metadata, as everywhere in this module
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
@@ -539,6 +540,14 @@ def _scatter_positions(shape: tuple[int, ...], dim: int, index: np.ndarray) -> n
     return pos.reshape(-1)
 
 
+def _divide_by_count(flat: Any, pos: np.ndarray, include_self: bool) -> None:
+    """scatter_reduce's mean: each position ``pos`` hit holds a sum; divide it by its count (host metadata of the
+    index's size), in place on ``flat``'s device."""
+    hit, count = np.unique(pos, return_counts=True)
+    count = place(count + int(include_self), array_device(flat)).astype(flat.dtype)
+    flat[hit] = flat[hit] / count if flat.dtype.kind == "f" else flat[hit] // count
+
+
 class ScatterReduce(Function):
     """``x`` with ``src`` (or a number) scattered along ``dim`` at ``index``: assigned or reduced."""
 
@@ -561,12 +570,7 @@ class ScatterReduce(Function):
                 flat[pos] = _identity(reduce, out.dtype)
             kernels.scatter("sum" if reduce == "mean" else reduce, flat, pos, vals)
             if reduce == "mean":
-                count = np.bincount(pos, minlength=flat.size) + int(include_self)
-                hit = np.bincount(pos, minlength=flat.size) > 0
-                if out.dtype.kind == "f":
-                    flat[hit] = flat[hit] / count[hit]
-                else:
-                    flat[hit] = flat[hit] // count[hit]
+                _divide_by_count(flat, pos, include_self)
         result = Tensor._make(out.reshape(x._array.shape))
         if ctx.needs_input_grad:
             ctx.dim, ctx.index, ctx.reduce, ctx.include_self = dim, index_tensor, reduce, include_self
@@ -685,7 +689,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     if not as_tuple:
         return Tensor._make(np.argwhere(arr).astype(np.int64))
     if arr.ndim == 0:
-        return (Tensor._make(np.zeros(1 if arr else 0, np.int64)),)
+        return (Tensor._make(np.zeros(1 if arr else 0, np.int64, like=arr)),)
     return tuple(Tensor._make(a.astype(np.int64)) for a in np.nonzero(arr))
 
 

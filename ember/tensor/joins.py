@@ -17,7 +17,9 @@ from ..autograd.function import Function
 from . import dtypes
 from ._dispatch import broadcast_shapes
 from .conversion import clone
+from .device import CPU, as_device, place
 from .elementwise import _dtype_name, binary, inplace
+from .indexing import index_add
 from .tensor import Tensor, _wrap_dim
 from . import views
 from .views import expand, narrow, reshape, transpose, unsqueeze
@@ -319,13 +321,6 @@ def tile(input: Tensor, *dims: Any) -> Tensor:
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
-def _segment_layout(repeats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where the non-empty segments of a repeat-interleaved dim start, and which inputs they belong to."""
-    nonzero = np.flatnonzero(repeats)
-    starts = np.concatenate(([0], np.cumsum(repeats)[:-1]))[nonzero] if repeats.size else nonzero
-    return starts, nonzero
-
-
 class RepeatInterleave(Function):
     """Repeat element i of ``dim`` ``repeats[i]`` times; its adjoint is a segment sum."""
 
@@ -345,14 +340,9 @@ class SegmentSum(Function):
     @staticmethod
     def forward(ctx, g: Tensor, repeats: np.ndarray, dim: int):
         ctx.repeats, ctx.dim = repeats, dim
-        a = g._array
-        shape = a.shape[:dim] + (repeats.size,) + a.shape[dim + 1:]
-        out = np.zeros(shape, dtype=a.dtype)
-        starts, which = _segment_layout(repeats)
-        if which.size and a.size:
-            index = (slice(None),) * dim + (which,)
-            out[index] = np.add.reduceat(a, starts, axis=dim)
-        return out
+        owners = np.repeat(np.arange(repeats.size, dtype=np.int64), repeats)  # the input entry of each g entry
+        shape = g.shape[:dim] + (repeats.size,) + g.shape[dim + 1:]
+        return index_add(g.new_zeros(shape), dim, Tensor._make(owners), g)
 
     @staticmethod
     def backward(ctx, gg: Tensor):
@@ -370,7 +360,7 @@ def _repeats_array(repeats: Any, length: int, dim: int) -> tuple[np.ndarray, boo
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     if repeats.dtype not in (dtypes.int32, dtypes.int64):
         raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{_dtype_name(repeats.dtype)}\'')
-    arr = repeats._array.reshape(-1).astype(np.int64)
+    arr = place(repeats._array, CPU).reshape(-1).astype(np.int64)  # counts set the result's shape: host metadata
     if arr.size == 1:
         arr = np.full(length, arr[0], dtype=np.int64)
     elif arr.size != length:
@@ -389,7 +379,8 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
     """
     if repeats is None:
         counts, _ = _repeats_array(input, input.numel(), 0)
-        return Tensor._make(np.repeat(np.arange(counts.size, dtype=input._array.dtype), counts))
+        values = np.repeat(np.arange(counts.size, dtype=input._array.dtype), counts)
+        return Tensor._make(place(values, input.device))
     if dim is None:
         input, d = reshape(input, (-1,)), 0
     else:
@@ -444,27 +435,27 @@ def triu_(input: Tensor, diagonal: int = 0) -> Tensor:
     return inplace(input, "triu", lambda s: triu(s, diagonal))
 
 
-def _triangle_indices(row: int, col: int, offset: int, dtype: Any, lower: bool) -> Tensor:
+def _triangle_indices(row: int, col: int, offset: int, dtype: Any, device: Any, lower: bool) -> Tensor:
     for name, n in (("row", row), ("col", col)):
         if n < 0:
             raise RuntimeError(f"{name} must be non-negative, got{n}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     rows, cols = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
-    return Tensor._make(np.stack([rows, cols]).astype(dt.np).reshape(2, -1))
+    return Tensor._make(place(np.stack([rows, cols]).astype(dt.np).reshape(2, -1), as_device(device)))
 
 
 @with_out
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """Coordinates (2 x N, row-major order) of the lower triangle of a ``row`` x ``col`` matrix."""
-    return _triangle_indices(row, col, offset, dtype, True)
+    return _triangle_indices(row, col, offset, dtype, device, True)
 
 
 @with_out
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """Coordinates (2 x N, row-major order) of the upper triangle of a ``row`` x ``col`` matrix."""
-    return _triangle_indices(row, col, offset, dtype, False)
+    return _triangle_indices(row, col, offset, dtype, device, False)
 
 
 # ----------------------------------------------------------------------------- grids and broadcasting
@@ -529,7 +520,7 @@ class DiagEmbed(Function):
         shape = list(x.shape[:-1])
         for d in sorted((d1, d2)):
             shape.insert(d, n)
-        out = np.zeros(shape, dtype=x._array.dtype)
+        out = np.zeros(shape, dtype=x._array.dtype, like=x._array)
         views.diagonal(Tensor._make(out), offset, d1, d2)._array[...] = x._array
         return out
 
@@ -567,7 +558,7 @@ class BlockDiag(Function):
     @staticmethod
     def forward(ctx, dt: dtypes.dtype, *blocks: Tensor):
         rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
-        out = np.zeros((rows, cols), dtype=dt.np)
+        out = np.zeros((rows, cols), dtype=dt.np, like=blocks[0]._array)
         r = c = 0
         windows = []
         for b in blocks:

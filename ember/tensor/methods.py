@@ -5,8 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import contractions, conversion, elementwise as ew, indexing, joins, matmul as mm, random_ops, reduce as red, \
-    sorting, views
+from . import closeness, contractions, conversion, elementwise as ew, indexing, joins, matmul as mm, pinned, \
+    random_ops, reduce as red, sorting, views
 from .tensor import Tensor
 
 
@@ -139,9 +139,11 @@ def bind() -> None:
     Tensor.multinomial = _method(random_ops.multinomial, "multinomial")
     Tensor.cpu = _method(conversion.cpu, "cpu")
     Tensor.cuda = _method(conversion.cuda, "cuda")
+    Tensor.pin_memory = _method(pinned.pin_memory, "pin_memory")
+    Tensor.is_pinned = _method(pinned.is_pinned, "is_pinned")
     from .. import linalg
 
-    for module in (sorting, linalg, indexing, joins, contractions):
+    for module in (sorting, linalg, indexing, joins, contractions, closeness):
         for name, fn in module.TENSOR_METHODS.items():
             setattr(Tensor, name, _method(fn, name))
     Tensor.T = property(views.full_transpose)

@@ -5,6 +5,11 @@ state capture and forking behave like torch's (same seed range and wrapping,
 same never-seeded initial seed, states are uint8 tensors), but the streams are
 NumPy's: ``ember.manual_seed(0); ember.rand(3)`` is reproducible from run to run
 and does not match ``torch.manual_seed(0); torch.rand(3)``.
+
+CUDA tensors are sampled on their device by the CUDA generators of
+``ember.cuda.random`` (Philox; ``Generator("cuda")`` is one of those). As in
+torch, ``manual_seed`` and ``seed`` seed them too and ``fork_rng`` restores
+them; none of this imports numba-cuda or initialises CUDA.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .device import as_device
+from .device import as_device, device as _device
 from .tensor import Tensor
 from ._dispatch import ascontiguous
 
@@ -49,7 +54,15 @@ class Generator:
 
     Backed by NumPy's PCG64, so values differ from torch's Mersenne Twister for
     the same seed; everything else (seeding rules, state round trips) follows torch.
+    ``Generator("cuda")`` makes an ``ember.cuda.random.CudaGenerator``.
     """
+
+    def __new__(cls, device: Any = "cpu") -> "Generator":
+        if cls is Generator and as_device(device).type == "cuda":
+            from ..cuda.random import CudaGenerator
+
+            return super().__new__(CudaGenerator)
+        return super().__new__(cls)
 
     def __init__(self, device: Any = "cpu") -> None:
         self.device = as_device(device)
@@ -119,13 +132,25 @@ default_generator = Generator()
 
 
 def manual_seed(seed: Any) -> Generator:
-    """Seed the default generator (anything ``int()`` accepts, as torch does) and return it."""
-    return default_generator.manual_seed(int(seed))
+    """Seed the default generator (anything ``int()`` accepts, as torch does) and every CUDA generator."""
+    seed = int(seed)
+    default_generator.manual_seed(seed)
+    _cuda_random().manual_seed_all(seed)
+    return default_generator
 
 
 def seed() -> int:
-    """Seed the default generator non-deterministically and return the seed."""
-    return default_generator.seed()
+    """Seed the default generator and every CUDA generator non-deterministically and return the seed."""
+    new_seed = default_generator.seed()
+    _cuda_random().manual_seed_all(new_seed)
+    return new_seed
+
+
+def _cuda_random() -> Any:
+    """``ember.cuda.random``, imported late (it imports this module); it needs neither numba-cuda nor a GPU."""
+    from ..cuda import random
+
+    return random
 
 
 def initial_seed() -> int:
@@ -143,21 +168,35 @@ def set_rng_state(new_state: Tensor) -> None:
     default_generator.set_state(new_state)
 
 
-@contextlib.contextmanager
-def fork_rng(devices: Any = None, enabled: bool = True, device_type: Any = None) -> Iterator[None]:
-    """Run a block whose random draws do not advance the default generator seen after it.
+def capture_rng_states(devices: Any = None) -> tuple[Tensor, Any]:
+    """The default generator's state and the CUDA generators' (of ``devices``; None: all of them)."""
+    return default_generator.get_state(), _cuda_random().capture_states(devices)
 
-    ``devices`` and ``device_type`` are accepted for torch compatibility; ember
-    has only the CPU generator, so they select nothing extra.
+
+def restore_rng_states(states: tuple[Tensor, Any]) -> None:
+    """Put back what ``capture_rng_states`` took."""
+    cpu_state, cuda_states = states
+    default_generator.set_state(cpu_state)
+    _cuda_random().restore_states(cuda_states)
+
+
+@contextlib.contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, device_type: Any = "cuda") -> Iterator[None]:
+    """Run a block whose random draws do not advance the generators seen after it.
+
+    The default generator and the CUDA generators of ``devices`` (None: every one, without initialising CUDA)
+    are restored on exit; a ``device_type`` other than cuda restores the CPU generator only.
     """
     if not enabled:
         yield
         return
-    saved = default_generator.get_state()
+    if _device(device_type).type != "cuda":
+        devices = ()
+    saved = capture_rng_states(devices)
     try:
         yield
     finally:
-        default_generator.set_state(saved)
+        restore_rng_states(saved)
 
 
 __all__ = [

@@ -1,10 +1,20 @@
 """Random sampling: ``rand``, ``randn``, ``randint``, ``randperm``, ``normal``, ``bernoulli``,
 ``multinomial``, the ``*_like`` variants, and the in-place samplers (``uniform_``, ``normal_``, ...).
 
-Every sampler draws from a ``Generator`` (the default one unless ``generator=`` is
-given) through NumPy; see ``ember.tensor.random`` for why the streams differ from
-torch's. Argument checks follow torch: the same exception types and messages,
-with the op's name appended in parentheses where torch names an internal kernel.
+Every sampler draws from the generator of the result's device: a CPU tensor from
+a ``Generator`` (the default one unless ``generator=`` is given) through NumPy
+(see ``ember.tensor.random`` for why the streams differ from torch's), a CUDA
+tensor on the device from a CUDA generator (Philox kernels, through
+``ember.cuda_kernels.random.DeviceDraws``), so CPU and CUDA numbers differ for one
+seed, as in torch, and device samples never pass through the host. A generator of
+another device type is torch's RuntimeError. ``randperm`` and ``multinomial`` are
+the exceptions: they always sample on the host from a CPU generator. Argument
+checks follow torch: the same exception types and messages, with the op's name
+appended in parentheses where torch names an internal kernel.
+
+The fills below are written once for both devices: they check arguments, then ask a
+"draws" object (``_HostDraws`` or ``DeviceDraws``, with the same methods) for the
+values and write them with NumPy code that device storage also runs.
 
 The in-place samplers are plain functions of a Tensor (``ember.tensor.methods``
 binds them as methods). They write through ``t._array``, which may be a strided
@@ -24,7 +34,7 @@ import numpy as np
 from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
-from .device import CPU, as_device, place
+from .device import CPU, allocate, as_device, place
 from .memory_format import empty_in_format, preserve_format
 from .tensor import Tensor, _check_inplace
 
@@ -89,13 +99,37 @@ def _parse_size(op: str, shape: tuple, size: Any = None) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def _np_generator(op: str, generator: Any) -> np.random.Generator:
-    """The NumPy stream behind ``generator`` (the default generator when None)."""
+def _check_generator(op: str, generator: Any, dev: Any) -> None:
+    """``generator`` is None or a Generator of ``dev``'s device type (torch's errors otherwise)."""
     if generator is None:
-        return _random.default_generator._np
+        return
     if not isinstance(generator, _random.Generator):
         raise TypeError(f"{op}(): argument 'generator' must be torch.Generator, not {type(generator).__name__}")
-    return generator._np
+    if generator.device.type != dev.type:
+        raise RuntimeError(f"Expected a '{dev.type}' device type for generator but found '{generator.device.type}'")
+
+
+def _np_generator(op: str, generator: Any) -> np.random.Generator:
+    """The NumPy stream behind a CPU ``generator`` (the default generator when None)."""
+    _check_generator(op, generator, CPU)
+    return (_random.default_generator if generator is None else generator)._np
+
+
+def _draws(op: str, generator: Any, dev: Any) -> Any:
+    """The random draws for an array on ``dev``: from ``generator``, else from the device's default generator."""
+    if dev.type == "cpu":
+        return _HostDraws(_np_generator(op, generator))
+    _check_generator(op, generator, dev)
+    if generator is not None:
+        return generator.draws()
+    from ..cuda.random import generator_state
+
+    return generator_state(dev.index).draws()
+
+
+def _is_array(x: Any) -> bool:
+    """Whether a parameter is an array (host or device) rather than a number."""
+    return isinstance(x, np.ndarray) or getattr(x, "__ember_device_array__", False)
 
 
 def _resolve_dtype(dtype: Any, default: dtypes.dtype) -> dtypes.dtype:
@@ -110,15 +144,17 @@ def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
     return t
 
 
-def _empty_like(op: str, input: Any, dtype: Any, device: Any, memory_format: Any) -> np.ndarray:
-    """An uninitialised array shaped like ``input``, keeping its stride order under preserve_format."""
+def _empty_like(op: str, input: Any, dtype: Any, device: Any, memory_format: Any) -> tuple[Any, Any]:
+    """(an uninitialised array shaped like ``input`` on the target device, that device), keeping ``input``'s
+    stride order under preserve_format on the CPU."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     dev = input.device if device is None else as_device(device)
     np_dtype = _resolve_dtype(dtype, input.dtype).np
-    if memory_format is preserve_format and type(input._array) is np.ndarray:
+    if dev.type == "cpu" and memory_format is preserve_format and type(input._array) is np.ndarray:
         return np.empty_like(input._array, dtype=np_dtype, order="K"), dev
-    return empty_in_format(input._array.shape, np_dtype, memory_format), dev
+    like = None if dev.type == "cpu" else allocate((0,), np_dtype, dev)  # selects the device for NumPy's like=
+    return empty_in_format(input._array.shape, np_dtype, memory_format, like=like), dev
 
 
 def _fmt(x: float) -> str:
@@ -157,9 +193,44 @@ def _unit_uniform(gen: np.random.Generator, shape: tuple[int, ...], np_dtype: np
     return gen.random(shape, dtype=np_dtype)
 
 
+class _HostDraws:
+    """The random draws the fills need, on NumPy arrays from a NumPy generator (twin of ``DeviceDraws``)."""
+
+    __slots__ = ("_gen",)
+
+    def __init__(self, gen: np.random.Generator) -> None:
+        self._gen = gen
+
+    def uniform(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return self._gen.random(shape, dtype=dtype)
+
+    def standard_normal(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return self._gen.standard_normal(shape, dtype=dtype)
+
+    def standard_exponential(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return self._gen.standard_exponential(shape, dtype=dtype)
+
+    def geometric(self, p: float, shape: tuple[int, ...]) -> np.ndarray:
+        return self._gen.geometric(p, shape)
+
+    def fill_uniform(self, a: np.ndarray, low: float, high: float) -> None:
+        work = _work_dtype(a.dtype)
+        a[...] = _unit_uniform(self._gen, a.shape, a.dtype) * work.type(high - low) + work.type(low)
+
+    def fill_normal(self, a: np.ndarray, mean: Any, std: Any) -> None:
+        work = _work_dtype(a.dtype)
+        a[...] = self._gen.standard_normal(a.shape, dtype=work) * np.asarray(std, work) + np.asarray(mean, work)
+
+    def fill_integers(self, a: np.ndarray, low: int, high: int) -> None:
+        a[...] = self._gen.integers(low, high, a.shape, dtype=np.int64, endpoint=True)
+
+    def fill_bernoulli(self, a: np.ndarray, p: Any) -> None:
+        a[...] = self._gen.random(a.shape) < p
+
+
 # -- fills: sample into an existing array (the core of both in-place and new-tensor ops) ----
 
-def _fill_uniform(op: str, a: np.ndarray, low: float, high: float, gen: np.random.Generator) -> None:
+def _fill_uniform(op: str, a: Any, low: float, high: float, draws: Any) -> None:
     _require_float(a, "check_uniform_bounds", op)
     low, high = float(low), float(high)
     info = np.finfo(a.dtype)
@@ -169,29 +240,28 @@ def _fill_uniform(op: str, a: np.ndarray, low: float, high: float, gen: np.rando
     if not info.min <= high <= info.max:
         raise RuntimeError(f"to is out of bounds for {c_name}")
     if low > high:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_fmt(low)} > to={_fmt(high)}")
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={_fmt(low)} > to={_fmt(high)}")
     if high - low > float(info.max):
         raise RuntimeError(
             f"uniform_ expects to-from <= std::numeric_limits<{_TYPE_NAMES[a.dtype]}>::max(), but found "
             f"to={_fmt(high)} and from={_fmt(low)} which result in to-from to exceed the limit"
         )
-    work = _work_dtype(a.dtype)
-    a[...] = _unit_uniform(gen, a.shape, a.dtype) * work.type(high - low) + work.type(low)
+    draws.fill_uniform(a, low, high)
 
 
-def _fill_normal(op: str, a: np.ndarray, mean: Any, std: Any, gen: np.random.Generator) -> None:
-    """Normal samples; ``mean`` and ``std`` are numbers or arrays broadcastable to ``a``."""
+def _fill_normal(op: str, a: Any, mean: Any, std: Any, draws: Any) -> None:
+    """Normal samples; ``mean`` and ``std`` are numbers or arrays (on ``a``'s device) broadcastable to ``a``."""
     _require_float(a, "normal_kernel_cpu", op)
-    if isinstance(std, np.ndarray):
+    if _is_array(std):
         if not np.all(std >= 0):
             raise RuntimeError("normal expects all elements of std >= 0.0")
     elif not std >= 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
-    work = _work_dtype(a.dtype)
-    a[...] = gen.standard_normal(a.shape, dtype=work) * np.asarray(std, work) + np.asarray(mean, work)
+    draws.fill_normal(a, mean, std)
 
 
-def _fill_integers(op: str, a: np.ndarray, low: int, high: int | None, gen: np.random.Generator) -> None:
+def _fill_integers(op: str, a: Any, low: int, high: int | None, draws: Any) -> None:
     """Integers in [low, high), or [low, dtype's max] when ``high`` is None, by torch's per-dtype ranges.
 
     The max of a float dtype is 2**digits, the last integer it holds exactly.
@@ -223,21 +293,21 @@ def _fill_integers(op: str, a: np.ndarray, low: int, high: int | None, gen: np.r
                 )
     if last < low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={last + 1}")
-    a[...] = gen.integers(low, last, a.shape, dtype=np.int64, endpoint=True)
+    draws.fill_integers(a, low, last)
 
 
-def _fill_bernoulli(op: str, a: np.ndarray, p: Any, gen: np.random.Generator) -> None:
-    """Draw 1 with probability ``p`` (a number, or an array that must expand to ``a``'s shape)."""
-    if isinstance(p, np.ndarray):
+def _fill_bernoulli(op: str, a: Any, p: Any, draws: Any) -> None:
+    """Draw 1 with probability ``p`` (a number, or an array on ``a``'s device that must expand to its shape)."""
+    if _is_array(p):
         if not np.all((p >= 0) & (p <= 1)):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
         p = _expand(p, a.shape)
     elif not 0 <= p <= 1:
         raise RuntimeError(f"{op} expects p to be in [0, 1], but got p={_fmt(p)}")
-    a[...] = gen.random(a.shape) < p
+    draws.fill_bernoulli(a, p)
 
 
-def _expand(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def _expand(p: Any, shape: tuple[int, ...]) -> np.ndarray:
     """``p`` broadcast to ``shape`` (never the other way), with torch's expand errors."""
     if p.ndim > len(shape):
         raise RuntimeError(
@@ -254,49 +324,44 @@ def _expand(p: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(p, shape)
 
 
-def _fill_exponential(op: str, a: np.ndarray, lambd: float, gen: np.random.Generator) -> None:
+def _fill_exponential(op: str, a: Any, lambd: float, draws: Any) -> None:
     _require_continuous(a, "Exponential", _TYPE_NAMES[a.dtype])
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_fmt(lambd)}")
     work = _work_dtype(a.dtype)
-    a[...] = gen.standard_exponential(a.shape, dtype=work) / work.type(lambd)
+    a[...] = draws.standard_exponential(a.shape, work) / work.type(lambd)
 
 
-def _fill_geometric(op: str, a: np.ndarray, p: float, gen: np.random.Generator) -> None:
+def _fill_geometric(op: str, a: Any, p: float, draws: Any) -> None:
     """The number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
     if a.dtype == np.bool_:
         raise NotImplementedError(f'"geometric_cpu" not implemented for \'Bool\' ({op})')
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_fmt(p)}")
-    a[...] = gen.geometric(p, a.shape)
+    a[...] = draws.geometric(p, a.shape)
 
 
-def _fill_log_normal(op: str, a: np.ndarray, mean: float, std: float, gen: np.random.Generator) -> None:
+def _fill_log_normal(op: str, a: Any, mean: float, std: float, draws: Any) -> None:
     _require_float(a, "log_normal_cpu", op)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_fmt(std)}")
     work = _work_dtype(a.dtype)
-    a[...] = np.exp(gen.standard_normal(a.shape, dtype=work) * work.type(std) + work.type(mean))
+    a[...] = np.exp(draws.standard_normal(a.shape, work) * work.type(std) + work.type(mean))
 
 
-def _fill_cauchy(op: str, a: np.ndarray, median: float, sigma: float, gen: np.random.Generator) -> None:
+def _fill_cauchy(op: str, a: Any, median: float, sigma: float, draws: Any) -> None:
     _require_continuous(a, "Cauchy", _C_NAMES[a.dtype])
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_fmt(sigma)}")
     work = _work_dtype(a.dtype)
-    u = gen.random(a.shape, dtype=work)
+    u = draws.uniform(a.shape, work)
     a[...] = work.type(median) + work.type(sigma) * np.tan(work.type(np.pi) * (u - work.type(0.5)))
 
 
 def _inplace(op: str, t: Tensor, fill: Callable, generator: Any, *params: Any) -> Tensor:
     """Run ``fill`` on ``t``'s storage as an in-place op: autograd's leaf check, then a version bump."""
     _check_inplace(t, op)
-    if type(t._array) is np.ndarray:
-        fill(op, t._array, *params, _np_generator(op, generator))
-    else:  # sampled on the host from the same generator, then copied to the device
-        host = np.empty(t._array.shape, t._array.dtype)
-        fill(op, host, *params, _np_generator(op, generator))
-        t._array.copy_from(host)
+    fill(op, t._array, *params, _draws(op, generator, t.device))
     t._version.value += 1
     return t
 
@@ -316,7 +381,7 @@ def normal_(t: Tensor, mean: float = 0, std: float = 1, *, generator: Any = None
 def bernoulli_(t: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     """Fill ``t`` with 0/1 draws, 1 with probability ``p`` (a number or a tensor that expands to ``t``)."""
     if isinstance(p, Tensor):
-        p = place(p._array, CPU).astype(np.float64)
+        p = place(p._array, t.device).astype(np.float64)
     return _inplace("bernoulli_", t, _fill_bernoulli, generator, p)
 
 
@@ -355,19 +420,17 @@ def cauchy_(t: Tensor, median: float = 0, sigma: float = 1, *, generator: Any = 
 
 # -- new tensors ----------------------------------------------------------------------
 
-def _sample(op: str, target: tuple[np.ndarray, Any], requires_grad: bool, generator: Any, fill: Callable,
+def _sample(op: str, target: tuple[Any, Any], requires_grad: bool, generator: Any, fill: Callable,
             *params: Any) -> Tensor:
-    """Fill a new host array, move it to its device and wrap it: the body of every out-of-place sampler.
-
-    CUDA tensors are sampled on the host from the same generator as CPU ones (so a seed gives the same values
-    on both devices) and copied over."""
+    """Fill a new array on its device and wrap it: the body of every out-of-place sampler."""
     array, dev = target
-    fill(op, array, *params, _np_generator(op, generator))
-    return _finish(place(array, dev), requires_grad)
+    fill(op, array, *params, _draws(op, generator, dev))
+    return _finish(array, requires_grad)
 
 
-def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: Any) -> tuple[np.ndarray, Any]:
-    return np.empty(shape, dtype.np), as_device(device)
+def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: Any) -> tuple[Any, Any]:
+    dev = as_device(device)
+    return allocate(shape, dtype.np, dev), dev
 
 
 def rand(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, device: Any = None,
@@ -418,7 +481,10 @@ def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None, gen
 
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    """A random permutation of 0..n-1 (int64 by default; float dtypes hold it while exact)."""
+    """A random permutation of 0..n-1 (int64 by default; float dtypes hold it while exact).
+
+    Sampled on the host from a CPU generator (the default one unless ``generator=``) on every device, then
+    copied to ``device``."""
     n = _as_int("randperm", "n", n)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
@@ -458,8 +524,9 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     device = tensors[0].device if device is None else as_device(device)
     dt = tensors[0].dtype  # torch samples in mean's dtype (std's when mean is a number)
     shape = broadcast_shapes(*(t._array.shape for t in tensors))
-    mean, std = (place(x._array, CPU) if isinstance(x, Tensor) else x for x in (mean, std))
-    return _sample("normal", (np.empty(shape, dt.np), device), requires_grad, generator, _fill_normal, mean, std)
+    mean, std = (place(x._array, device) if isinstance(x, Tensor) else x for x in (mean, std))
+    target = allocate(shape, dt.np, device), device
+    return _sample("normal", target, requires_grad, generator, _fill_normal, mean, std)
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
@@ -467,7 +534,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -
     array = _empty_like("bernoulli", input, None, None, preserve_format)
     if p is None:
         _require_float(input._array, "bernoulli_tensor_cpu_p_", "bernoulli")
-        p = place(input._array, CPU).astype(np.float64)
+        p = input._array.astype(np.float64)
     return _sample("bernoulli", array, False, generator, _fill_bernoulli, p)
 
 
@@ -475,17 +542,19 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     """Category indices drawn from each row of (unnormalised) probabilities ``input``.
 
     Without replacement a row's draws are distinct: the categories with the
-    ``num_samples`` largest ``p / Exp(1)`` keys, the trick torch uses too.
+    ``num_samples`` largest ``p / Exp(1)`` keys, the trick torch uses too. Sampled
+    on the host from a CPU generator on every device; the indices go to ``input``'s device.
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"multinomial(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     num_samples = _as_int("multinomial", "num_samples", num_samples)
     gen = _np_generator("multinomial", generator)
-    probs = input._array
+    probs = place(input._array, CPU)
     if probs.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if probs.dtype.kind != "f":
-        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {_TYPE_NAMES[probs.dtype]}")
+        raise RuntimeError(
+            f"multinomial only supports floating-point dtypes for input, got: {_TYPE_NAMES[probs.dtype]}")
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     categories = probs.shape[-1]
@@ -507,7 +576,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     else:
         keys = rows / np.maximum(gen.standard_exponential(rows.shape), np.finfo(np.float64).tiny)
         out = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples].astype(np.int64)
-    return _finish(out.reshape(probs.shape[:-1] + (num_samples,)), False)
+    return _finish(place(out.reshape(probs.shape[:-1] + (num_samples,)), input.device), False)
 
 
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, device: Any = None,

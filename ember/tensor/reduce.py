@@ -471,21 +471,22 @@ class Median(Function):
     @staticmethod
     def forward(ctx, x, dim, keepdim):
         arr = x._array if x.ndim else x._array.reshape(1)
-        k = (arr.shape[dim] - 1) // 2
-        order = np.argsort(arr, axis=dim, kind="stable")
-        idx = np.take(order, [k], axis=dim)
-        has_nan = np.isnan(arr).any(axis=dim, keepdims=True) if x.dtype.is_floating_point else None
-        if has_nan is not None and has_nan.any():
-            first_nan = np.argmax(np.isnan(arr), axis=dim, keepdims=True)
-            idx = np.where(has_nan, first_nan, idx)
-        values = np.take_along_axis(arr, idx, axis=dim)
+        n = arr.shape[dim]
+        ordered = np.empty(arr.shape, arr.dtype, like=arr)
+        order = np.empty(arr.shape, np.int64, like=arr)
+        backend(x).sort(arr, dim, False, ordered, order)  # stable, NaN last
+        pos = np.full(_keep_shape(arr.shape, (dim,)), (n - 1) // 2, np.int64, like=arr)
+        if x.dtype.is_floating_point:  # a slice holding NaN has its first NaN as median: sorted position n - #NaN
+            nans = np.isnan(arr).sum(axis=dim, keepdims=True)
+            pos = np.where(nans > 0, n - nans, pos)
         final = _final_shape(x.shape, (dim,), keepdim) if x.ndim else ()
-        indices = Tensor._make(idx.reshape(final).astype(np.int64))
+        values = np.take_along_axis(ordered, pos, axis=dim).reshape(final)
+        indices = Tensor._make(np.take_along_axis(order, pos, axis=dim).reshape(final))
         ctx.mark_non_differentiable(indices)
         if ctx.needs_input_grad:
             ctx.dim, ctx.keepdim, ctx.shape = dim, keepdim, x.shape
             ctx.save_for_backward(indices)
-        return Tensor._make(values.reshape(final)), indices
+        return Tensor._make(values), indices
 
     @staticmethod
     def backward(ctx, g, _gi):

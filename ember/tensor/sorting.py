@@ -1,10 +1,12 @@
 """Sorting, selection and set ops with torch's names, defaults, dtypes, errors and named-tuple results.
 
 sort/topk/kthvalue/mode/cummax/cummin return (values, indices); the values are
-differentiable (the gradient goes back to the chosen positions through
-``PutAlong``, whose own backward gathers, so double backward works) and the
-indices are not. searchsorted/bucketize/bincount/histc run Numba kernels;
-unique/unique_consecutive/isin sort on the host and find runs with NumPy.
+differentiable (the gradient is scatter-added back to the chosen positions, whose
+own backward gathers, so double backward works) and the indices are not.
+Everything runs on the input's device through the backend's kernels (sort,
+searchsorted, bincount, histc, scan_indices); unique/unique_consecutive find runs
+with NumPy on the host, so a CUDA tensor makes that one round trip (the result's
+size depends on the data, as torch's CUDA unique also synchronises for).
 """
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from .. import opcodes as op
 from ..autograd.function import Function
 from . import dtypes
 from ._dispatch import ascontiguous, backend
-from .reduce import _torch_name, cummax_result, cummin_result
+from .device import CPU, place
+from .indexing import scatter_add
+from .reduce import _torch_name, amax, amin, cummax_result, cummin_result
 from .tensor import Tensor, _wrap_dim
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "mode", "cummax", "cummin", "unique",
@@ -35,48 +39,6 @@ def _kernel(name: str, *operands: Any) -> Callable:
     return getattr(backend(*operands), name)
 
 
-# ------------------------------------------------------------------ gather / scatter along a dim
-def _index_tuple(indices: np.ndarray, dim: int) -> tuple:
-    """NumPy index selecting ``indices`` along ``dim`` and every position along the other dims."""
-    grid = list(np.indices(indices.shape, sparse=True))
-    grid[dim] = indices
-    return tuple(grid)
-
-
-class PutAlong(Function):
-    """Zeros of ``shape`` with ``g`` added at ``indices`` along ``dim`` (repeats accumulate); backward gathers."""
-
-    @staticmethod
-    def forward(ctx, g, indices, dim, shape):
-        ctx.dim = dim
-        if ctx.needs_input_grad:
-            ctx.save_for_backward(indices)
-        out = np.zeros(shape, g._array.dtype)
-        np.add.at(out, _index_tuple(indices._array, dim), g._array)
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        (indices,) = ctx.saved_tensors
-        return TakeAlong.apply(gg, indices, ctx.dim), None, None, None
-
-
-class TakeAlong(Function):
-    """``x`` gathered at ``indices`` along ``dim``; backward puts the gradient back with ``PutAlong``."""
-
-    @staticmethod
-    def forward(ctx, x, indices, dim):
-        ctx.dim, ctx.shape = dim, x.shape
-        if ctx.needs_input_grad:
-            ctx.save_for_backward(indices)
-        return np.take_along_axis(x._array, indices._array, axis=dim)
-
-    @staticmethod
-    def backward(ctx, g):
-        (indices,) = ctx.saved_tensors
-        return PutAlong.apply(g, indices, ctx.dim, ctx.shape), None, None
-
-
 class Selected(Function):
     """Values picked along ``dim`` by a kernel, with their int64 indices (non-differentiable).
 
@@ -87,8 +49,8 @@ class Selected(Function):
     @staticmethod
     def forward(ctx, x, run, dim, shape, keepdim):
         arr = x._array if x.ndim else x._array.reshape(1)
-        values = np.empty(shape, arr.dtype)
-        indices = np.empty(shape, np.int64)
+        values = np.empty(shape, arr.dtype, like=arr)
+        indices = np.empty(shape, np.int64, like=arr)
         run(arr, values, indices)
         if x.ndim == 0:
             values, indices = values.reshape(()), indices.reshape(())
@@ -109,7 +71,7 @@ class Selected(Function):
             g, indices = g.reshape(1), indices.reshape(1)
         elif not ctx.keepdim:
             g, indices = g.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
-        grad = PutAlong.apply(g, indices, ctx.dim, ctx.shape)
+        grad = scatter_add(g.new_zeros(ctx.shape), ctx.dim, indices, g)
         return (grad.reshape(()) if ctx.scalar else grad), None, None, None, None
 
 
@@ -212,7 +174,7 @@ def _runs(rows: np.ndarray) -> np.ndarray:
 
 def _unique_impl(input: Tensor, dim: int | None, sort_first: bool, return_inverse: bool,
                  return_counts: bool, name: str) -> Any:
-    arr = input._array
+    arr = place(input._array, CPU)
     if dim is None:
         rows, d = arr.reshape(-1), None
     else:
@@ -231,14 +193,15 @@ def _unique_impl(input: Tensor, dim: int | None, sort_first: bool, return_invers
     starts = _runs(rows)
     values = rows[starts]
     values = ascontiguous(values if d is None else np.moveaxis(values, 0, d))
-    result = [Tensor._make(values)]
+    result = [values]
     if return_inverse:
         inverse = np.empty(n, np.int64)
         inverse[order] = np.cumsum(starts) - 1
-        result.append(Tensor._make(inverse.reshape(arr.shape) if d is None else inverse))
+        result.append(inverse.reshape(arr.shape) if d is None else inverse)
     if return_counts:
         first = np.flatnonzero(starts)
-        result.append(Tensor._make(np.diff(np.append(first, n)).astype(np.int64)))
+        result.append(np.diff(np.append(first, n)).astype(np.int64))
+    result = [Tensor._make(place(a, input.device)) for a in result]
     return result[0] if len(result) == 1 else tuple(result)
 
 
@@ -266,6 +229,11 @@ def _search_dtype(*operands: Any) -> dtypes.dtype:
     return result
 
 
+def _beside(x: Tensor, other: Tensor) -> Tensor:
+    """``x`` on ``other``'s device when ``x`` is a 0-d tensor (a number) elsewhere; devices already checked."""
+    return x.to(other.device) if x.ndim == 0 and x.device != other.device else x
+
+
 def _as_tensor(x: Any, name: str, arg: str) -> Tensor:
     if isinstance(x, Tensor):
         return x
@@ -285,6 +253,12 @@ def _side(right: bool, side: str | None) -> bool:
     return side == "right"
 
 
+def _extremes(x: Tensor) -> tuple[Any, Any]:
+    """(min, max) of a non-empty tensor as Python numbers (on a device: two reductions, two numbers copied back)."""
+    x = x.detach()
+    return amin(x).item(), amax(x).item()
+
+
 def _check_sorter(sorter: Tensor, boundaries: Tensor) -> None:
     if sorter.dtype is not dtypes.int64:
         raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
@@ -292,9 +266,10 @@ def _check_sorter(sorter: Tensor, boundaries: Tensor) -> None:
     if sorter.shape != boundaries.shape:
         raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
                            f"tensor {list(boundaries.shape)}and got sorter tensor {list(sorter.shape)}")
-    n = boundaries.shape[-1]
-    if sorter.numel() and (int(sorter._array.min()) < 0 or int(sorter._array.max()) >= n):
-        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    if sorter.numel():
+        lo, hi = _extremes(sorter)
+        if lo < 0 or hi >= boundaries.shape[-1]:
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
 
 
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False, right: bool = False,
@@ -305,6 +280,8 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         raise TypeError(f"searchsorted(): argument 'sorted_sequence' must be Tensor, not {type(boundaries).__name__}")
     is_scalar = not isinstance(input, Tensor)
     values = _as_tensor(input, "searchsorted", "input")
+    run = _kernel("searchsorted", boundaries, values, sorter)
+    values = _beside(values, boundaries)
     use_right = _side(right, side)
     if boundaries.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
@@ -329,9 +306,9 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         vals = values._array.astype(dt.np, copy=False).reshape(1, -1)
     else:
         vals = values._array.astype(dt.np, copy=False).reshape(bounds.shape[0], values.shape[-1])
-    out = np.empty(vals.shape, np.int32 if out_int32 else np.int64)
+    out = np.empty(vals.shape, np.int32 if out_int32 else np.int64, like=bounds)
     order = None if sorter is None else sorter._array.reshape(bounds.shape)
-    _kernel("searchsorted", boundaries)(bounds, vals, use_right, order, out)
+    run(bounds, vals, use_right, order, out)
     return Tensor._make(out.reshape(values.shape))
 
 
@@ -349,20 +326,22 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_torch_name(input.dtype)}'")
     if minlength < 0:
         raise RuntimeError(f"minlength should be >= 0 (bincount got minlength={minlength})")
-    if input.ndim != 1 or (input.numel() and int(input._array.min()) < 0):
+    run = _kernel("bincount", input, weights)
+    lo, hi = _extremes(input) if input.numel() else (0, -1)
+    if input.ndim != 1 or lo < 0:
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs. (got shape "
                            f"{list(input.shape)})")
     if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
         raise RuntimeError(f"weights should be 1-d and have the same length as input (got weights "
                            f"{list(weights.shape)} and input {list(input.shape)})")
-    size = max(int(input._array.max()) + 1 if input.numel() else 0, minlength)
+    size = max(int(hi) + 1, minlength)
     if weights is None:
         out_dt = dtypes.int64
     else:
         out_dt = weights.dtype if weights.dtype in (dtypes.float32, dtypes.float64) else dtypes.float64
-    out = np.zeros(size, out_dt.np)
+    out = np.zeros(size, out_dt.np, like=input._array)
     if input.numel():
-        _kernel("bincount", input)(input._array, None if weights is None else weights._array, out)
+        run(input._array, None if weights is None else weights._array, out)
     return Tensor._make(out)
 
 
@@ -375,14 +354,14 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     lo, hi = float(min), float(max)
     if lo == hi and input.numel():
-        lo, hi = float(input._array.min()), float(input._array.max())
+        lo, hi = (float(v) for v in _extremes(input))
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
     if lo > hi:
         raise RuntimeError(f"torch.histc: max must be larger than min (got min={min}, max={max})")
-    out = np.zeros(bins, input._array.dtype)
+    out = np.zeros(bins, input._array.dtype, like=input._array)
     if input.numel():
         _kernel("histc", input)(input._array, lo, hi, out)
     return Tensor._make(out)
@@ -397,14 +376,19 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
     t = _as_tensor(test_elements, "isin", "test_elements")
     if e.dtype is dtypes.bool or t.dtype is dtypes.bool:
         raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    kernels = backend(e, t)
+    e, t = _beside(e, t), _beside(t, e)
     dt = _search_dtype(elements, test_elements)
-    pool = t._array.astype(dt.np).reshape(-1)
-    pool = np.sort(pool[pool == pool]).reshape(1, -1)  # NaN equals nothing; left in, it would break the search
+    pool = t._array.astype(dt.np).reshape(1, -1)
+    ordered = np.empty_like(pool)
+    kernels.sort(pool, 1, False, ordered, np.empty(pool.shape, np.int64, like=pool))
+    if dt.is_floating_point:  # NaN equals nothing and sorts last; left in, it would break the search
+        ordered = ordered[:, :pool.size - np.isnan(pool).sum().item()]
     probes = e._array.astype(dt.np).reshape(1, -1)
-    pos = np.empty(probes.shape, np.int64)
-    _kernel("searchsorted", e, t)(pool, probes, False, None, pos)
-    m = pool.shape[1]
-    found = (pos < m) & (pool[0, np.minimum(pos, m - 1)] == probes) if m else np.zeros(probes.shape, bool)
+    first, past = (np.empty(probes.shape, np.int64, like=pool) for _ in range(2))
+    kernels.searchsorted(ordered, probes, False, None, first)
+    kernels.searchsorted(ordered, probes, True, None, past)
+    found = past != first  # a value is present when its left and right insertion points differ
     return Tensor._make((found != bool(invert)).reshape(e.shape))
 
 

@@ -14,7 +14,8 @@ Two variants, as in torch:
   placeholders. Works with ``autograd.grad``, keyword arguments and inputs that
   do not require grad.
 
-Only ember's CPU generator is forked and restored (``preserve_rng_state``).
+``preserve_rng_state`` forks and restores the CPU generator and every CUDA generator in use, so dropout
+recomputed in backward draws the same masks on either device.
 """
 from __future__ import annotations
 
@@ -46,15 +47,15 @@ def _is_tensor(x: Any) -> bool:
 
 
 def _get_rng_state():
-    from ..tensor.random import get_rng_state
+    from ..tensor.random import capture_rng_states
 
-    return get_rng_state()
+    return capture_rng_states()
 
 
 def _set_rng_state(state) -> None:
-    from ..tensor.random import set_rng_state
+    from ..tensor.random import restore_rng_states
 
-    set_rng_state(state)
+    restore_rng_states(state)
 
 
 @contextlib.contextmanager

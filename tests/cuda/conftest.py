@@ -6,6 +6,8 @@ therefore take these helpers as fixtures rather than importing them.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -42,6 +44,15 @@ def _layouts(base: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def _assert_same_api(device_module, cpu_module) -> None:
+    """The device module exports the CPU module's names in its order, each callable with the same parameters."""
+    assert device_module.__all__ == cpu_module.__all__
+    for name in cpu_module.__all__:
+        if callable(getattr(cpu_module, name)):
+            assert inspect.signature(getattr(device_module, name)).parameters.keys() == \
+                inspect.signature(getattr(cpu_module, name)).parameters.keys(), name
+
+
 @pytest.fixture(autouse=True)
 def _cuda_available():
     if not cuda.is_available():
@@ -64,3 +75,9 @@ def layouts():
 def layout_name(request) -> str:
     """Each name of ``LAYOUT_NAMES`` in turn."""
     return request.param
+
+
+@pytest.fixture
+def assert_same_api():
+    """``assert_same_api(device_module, cpu_module)``: the kernel modules share ``__all__`` and parameter names."""
+    return _assert_same_api

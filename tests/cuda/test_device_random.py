@@ -157,3 +157,26 @@ def test_bad_arguments_are_rejected_before_launch():
         uniform_(cuda.device_array(4, np.int32), 4, 0, 0)
     with pytest.raises(TypeError):
         random_bits_(cuda.device_array(4, np.uint64), 4, 0, 0)
+
+
+@pytest.mark.parametrize("low,high", [(-3, 4), (0, 2 ** 63 - 1), (-2 ** 63, 2 ** 63 - 1), (-2 ** 63, 2 ** 40)])
+def test_integers_stay_in_their_inclusive_range(low, high):
+    from ember.cuda_kernels.random import integers_
+
+    x = _draw(integers_, np.int64, 256, 3, 0, low, high)
+    assert x.min() >= low and x.max() <= high
+    if high - low < 16:
+        assert set(np.unique(x)) == set(range(low, high + 1))
+    else:  # wide ranges use all 64 bits: values spread over the range
+        assert int(x.max()) - int(x.min()) > (high - low) // 2
+    with pytest.raises(RuntimeError, match="low <= high"):
+        integers_(cuda.device_array(4, np.int64), 4, 0, 0, 5, 4)
+
+
+def test_manual_seed_all_seeds_generators_not_created_yet():
+    from ember.cuda import random as cuda_random
+
+    ember.cuda.manual_seed_all(31)
+    assert cuda_random.generator_state(0).seed == 31
+    assert cuda_random.generator_state(5).seed == 31  # created after seeding (no such device is needed)
+    cuda_random._states.pop(5)

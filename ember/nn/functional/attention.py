@@ -35,8 +35,9 @@ def _as_additive(mask: Tensor, forbidden_when_true: bool, dtype: dtypes.dtype, n
     return mask
 
 
-def _causal_mask(length: int, source: int, dtype: dtypes.dtype) -> Tensor:
-    return Tensor._make(np.triu(np.full((length, source), -np.inf, dtype.np), 1))
+def _causal_mask(like: Tensor, length: int, source: int) -> Tensor:
+    """-inf above the diagonal (keys after each query), on ``like``'s device and in its dtype."""
+    return Tensor._make(np.triu(np.full((length, source), -np.inf, like.dtype.np, like=like._array), 1))
 
 
 def _softmax_over_keys(scores: Tensor, mask: Tensor | None) -> Tensor:
@@ -85,7 +86,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         key = key.repeat_interleave(heads // kv_heads, dim=-3)
         value = value.repeat_interleave(heads // kv_heads, dim=-3)
     length, source = query.shape[-2], key.shape[-2]
-    mask = _causal_mask(length, source, query.dtype) if is_causal else None
+    mask = _causal_mask(query, length, source) if is_causal else None
     if attn_mask is not None:
         mask = _as_additive(attn_mask, False, query.dtype, "attn_mask")
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale

@@ -1,7 +1,9 @@
 """Dropout in all of torch's forms: elementwise, channel-wise (1d/2d/3d) and alpha dropout.
 
-Masks come from ember's default Generator (32 random bits per element, or per
-channel), so ``ember.manual_seed`` replays them. Elementwise dropout is one
+Masks come from 32 random bits per element (or per channel) drawn on the input's
+device: from ember's default Generator on the CPU, from the device's CUDA
+generator (Philox, ``random_bits_``) for CUDA inputs, never through the host;
+``ember.manual_seed`` replays both. Elementwise dropout is one
 fused kernel (draw, compare, scale) whose gradient ``g * mask * scale`` is a
 Function of its own, differentiable again; channel-wise dropout multiplies by a
 small (N, C, 1, ...) noise tensor with tensor ops, as torch does.
@@ -21,7 +23,7 @@ from ...tensor import elementwise as ew
 from ...tensor.random import default_generator
 from ...tensor.tensor import Tensor
 from ...tensor._dispatch import ascontiguous, family
-from ...tensor.device import place
+from ...tensor.device import device
 
 # SELU's negative saturation value, -scale * alpha: where alpha dropout sends dropped units.
 _ALPHA = 1.7580993408473766
@@ -32,8 +34,12 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _random_bits(n: int) -> np.ndarray:
-    """``n`` uint32 values of fresh random bits from the default generator."""
+def _random_bits(n: int, dev: device) -> np.ndarray:
+    """``n`` uint32 values of fresh random bits on ``dev``, from that device's default generator."""
+    if dev.type == "cuda":
+        from ...cuda.random import generator_state
+
+        return generator_state(dev.index).draws().bits(n)
     raw = default_generator._np.bit_generator.random_raw((n + 1) // 2)
     return raw.view(np.uint32)[:n]
 
@@ -71,7 +77,7 @@ class _Dropout(Function):
         cdt = _compute_np(x.dtype)
         flat_x, out, flat_out = _flat(x._array, cdt)
         mask = np.empty(out.shape, np.bool_, like=out)
-        bits = place(_random_bits(out.size), x.device)  # drawn from the default generator on either device
+        bits = _random_bits(out.size, x.device)
         family("dropout", out).dropout_forward(flat_x, bits, _threshold(p), scale, keep_add, drop_value, flat_out,
                                                mask.reshape(-1))
         if ctx.needs_input_grad:
@@ -144,7 +150,8 @@ def _feature(input: Tensor, p: float, training: bool, inplace: bool, alpha: bool
                            f"{ew._dtype_name(input.dtype)}")
     lead = 2 if batched else 1
     noise_shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
-    keep = _random_bits(math.prod(noise_shape)).reshape(noise_shape) >= _threshold(p)
+    bits = _random_bits(math.prod(noise_shape), input.device).reshape(noise_shape)
+    keep = bits >= np.int64(_threshold(p))  # int64: 2**32 (p = 1) is not a uint32
     if alpha:
         scale, keep_add, drop_value = _alpha_constants(p) if p < 1 else (0.0, 0.0, 0.0)
     else:

@@ -20,6 +20,7 @@ from ...tensor import dtypes
 from ...tensor.tensor import Tensor
 from .distance import pairwise_distance
 from ...tensor._dispatch import ascontiguous, family
+from ...tensor.device import CPU, place
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
@@ -635,7 +636,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         hinge = hinge.square()
     if weight is not None:
         hinge = hinge * weight[t].unsqueeze(1)
-    off_target = np.ones((n, c), dtype=x.dtype.np)
+    off_target = np.ones((n, c), dtype=x.dtype.np, like=x._array)
     off_target[np.arange(n), t_arr] = 0
     loss = (hinge * Tensor._make(off_target)).sum(1) / c
     if input.ndim == 1 and reduction == "none":
@@ -654,7 +655,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
     x = input.reshape(1, -1) if input.ndim == 1 else input
-    t = target._array.reshape(x.shape)
+    t = place(target._array, CPU).reshape(x.shape)  # the listed classes set the mask's layout: host metadata
     n, c = x.shape
     listed = np.cumprod(t != -1, axis=1).astype(bool)  # entries before the first -1
     if ((t[listed] < 0) | (t[listed] >= c)).any():
@@ -662,8 +663,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     is_target = np.zeros((n, c), dtype=bool)
     rows = np.nonzero(listed)[0]
     is_target[rows, t[listed]] = True
-    slots = Tensor._make(np.where(listed, t, 0))
-    mask = (listed[:, :, None] & ~is_target[:, None, :]).astype(x.dtype.np)
+    slots = Tensor._make(place(np.where(listed, t, 0), x.device))
+    mask = place((listed[:, :, None] & ~is_target[:, None, :]).astype(x.dtype.np), x.device)
     picked = x.gather(1, slots)                                              # x[y_j], (N, C)
     pairs = (1 - picked.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)         # (N, slot j, class i)
     loss = (pairs * Tensor._make(mask)).sum((1, 2)) / c
@@ -707,7 +708,7 @@ def _lengths(value, name: str, batch: int) -> np.ndarray:
     if isinstance(value, Tensor):
         if value.dtype.is_floating_point:
             raise RuntimeError(f"{name} must be integral")
-        arr = value._array.astype(np.int64).reshape(-1)
+        arr = place(value._array, CPU).astype(np.int64).reshape(-1)
     else:
         arr = np.asarray(value, dtype=np.int64).reshape(-1)
     if arr.size != batch:
@@ -726,7 +727,7 @@ def _ctc_check_range(values: np.ndarray, name: str, high: int | None) -> None:
 def _ctc_targets(targets: Tensor, target_lengths: np.ndarray, batch: int, unbatched: bool) -> np.ndarray:
     """Targets as a padded (N, max(L, 1)) int64 array; accepts the padded or the concatenated form."""
     where = "for argument #2 'targets' (while checking arguments for ctc_loss_allocate_outputs)"
-    arr = targets._array.astype(np.int64)
+    arr = place(targets._array, CPU).astype(np.int64)
     longest = int(target_lengths.max()) if target_lengths.size else 0
     if unbatched and arr.ndim == 1:
         arr = arr.reshape(1, -1)
@@ -787,7 +788,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
 
         nll = where(nll == math.inf, 0.0, nll)
     if reduction == "mean":
-        divisor = Tensor._make(np.maximum(tgt_len, 1).astype(lp.dtype.np))
+        divisor = Tensor._make(place(np.maximum(tgt_len, 1).astype(lp.dtype.np), lp.device))
         return (nll / divisor).mean()
     if reduction == "sum":
         return nll.sum()

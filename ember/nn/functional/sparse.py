@@ -64,7 +64,7 @@ def _renorm_(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float)
         norms = (values != 0).sum(1).astype(np.float64)
     else:
         norms = (np.abs(values) ** norm_type).sum(1) ** (1.0 / norm_type)
-    over = norms > max_norm
+    over = place(norms > max_norm, CPU)  # one flag per used row: host metadata
     if over.any():
         scaled = values[over] * (max_norm / (norms[over] + 1e-7))[:, None]
         with no_grad():
@@ -252,7 +252,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes < 0 or (values.size and values.max() >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes.")
-    out = np.zeros(values.shape + (num_classes,), np.int64)
+    out = np.zeros(values.shape + (num_classes,), np.int64, like=values)
     np.put_along_axis(out, values[..., None], 1, axis=-1)
     return Tensor._make(out)
 

@@ -26,6 +26,7 @@ import numpy as np
 from ...autograd.function import Function
 from ...tensor.tensor import Tensor
 from ...tensor._dispatch import ascontiguous
+from ...tensor.device import place
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
            "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
@@ -54,7 +55,7 @@ def _select_along(x: Tensor, dim: int, idx: np.ndarray) -> Tensor:
 
 def _matrix_along(x: Tensor, dim: int, matrix: np.ndarray) -> Tensor:
     """Apply the (out x in) ``matrix`` along ``dim`` of ``x`` (gradient: the transposed matrix)."""
-    m = Tensor._make(ascontiguous(matrix.T, dtype=x.dtype.np))
+    m = Tensor._make(place(ascontiguous(matrix.T, dtype=x.dtype.np), x.device))
     return (x.movedim(dim, -1) @ m).movedim(-1, dim)
 
 
@@ -67,7 +68,7 @@ class ConstantPad(Function):
         ctx.amounts = amounts
         a = x._array
         shape = tuple(n + lo + hi for n, (lo, hi) in zip(a.shape, amounts))
-        out = np.full(shape, value, dtype=a.dtype)
+        out = np.full(shape, value, dtype=a.dtype, like=a)
         src = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(a.shape, amounts))
         dst = tuple(slice(max(lo, 0), m - max(hi, 0)) for m, (lo, hi) in zip(shape, amounts))
         if all(s.stop > s.start for s in src) and out.size:
@@ -475,7 +476,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     axes = [_base_coords(n, align_corners, theta.dtype.np) for n in reversed(spatial)]  # x, y, (z)
     mesh = np.meshgrid(*reversed(axes), indexing="ij")  # per (D,) H, W
     columns = [mesh[k - 1 - j] for j in range(k)] + [np.ones(spatial, dtype=theta.dtype.np)]
-    base = Tensor._make(ascontiguous(np.stack(columns, -1).reshape(-1, k + 1)))
+    base = Tensor._make(place(ascontiguous(np.stack(columns, -1).reshape(-1, k + 1)), theta.device))
     grid = base @ theta.transpose(1, 2)  # (N, P, k)
     return grid.reshape(size[0], *spatial, k)
 

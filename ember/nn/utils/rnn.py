@@ -17,24 +17,30 @@ from ...tensor.creation import full
 from ...tensor.indexing import index_select
 from ...tensor.joins import cat
 from ...tensor.tensor import Tensor
-from ...tensor._dispatch import ascontiguous
+from ...tensor.device import CPU, place
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "unpad_sequence",
            "pack_sequence", "unpack_sequence", "invert_permutation"]
 
 
-def _index(values: np.ndarray) -> Tensor:
-    return Tensor._make(ascontiguous(values, dtype=np.int64))
+def _index(values: np.ndarray, device: Any = CPU) -> Tensor:
+    """An int64 index tensor of host ``values`` on ``device``."""
+    return Tensor._make(place(np.ascontiguousarray(values, dtype=np.int64), device))
+
+
+def _host(t: Tensor) -> np.ndarray:
+    """An index tensor's values on the host (index bookkeeping is shape-sized work)."""
+    return np.asarray(place(t._array, CPU), dtype=np.int64)
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The permutation that undoes ``permutation`` (None stays None)."""
     if permutation is None:
         return None
-    perm = np.asarray(permutation._array, dtype=np.int64)
+    perm = _host(permutation)
     inverse = np.empty_like(perm)
     inverse[perm] = np.arange(perm.size, dtype=np.int64)
-    return _index(inverse)
+    return _index(inverse, permutation.device)
 
 
 class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
@@ -51,14 +57,19 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args: Any, **kwargs: Any) -> "PackedSequence":
-        """Move or cast ``data`` (the index tensors stay int64); returns self when nothing changes."""
+        """Move or cast ``data``; the index tensors follow it to its device (staying int64) and ``batch_sizes``
+        stays on the CPU, as in torch. Returns self when nothing changes."""
         data = self.data.to(*args, **kwargs)
         if data is self.data:
             return self
-        return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+        indices = (None if i is None else i.to(data.device) for i in (self.sorted_indices, self.unsorted_indices))
+        return type(self)(data, self.batch_sizes, *indices)
 
     def cpu(self, *args: Any, **kwargs: Any) -> "PackedSequence":
-        return self
+        return self.to("cpu")
+
+    def cuda(self, *args: Any, **kwargs: Any) -> "PackedSequence":
+        return self.to("cuda", *args, **kwargs)
 
     def double(self) -> "PackedSequence":
         return self.to(dtype=dtypes.float64)
@@ -74,12 +85,12 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
         return self.data.is_cuda
 
     def is_pinned(self) -> bool:
-        return False
+        return self.data.is_pinned()
 
 
 def _lengths_array(lengths: Any) -> np.ndarray:
     if isinstance(lengths, Tensor):
-        return np.asarray(lengths._array, dtype=np.int64).reshape(-1)
+        return _host(lengths).reshape(-1)
     return np.asarray([int(n) for n in lengths], dtype=np.int64)
 
 
@@ -103,7 +114,7 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         sorted_indices = None
     else:
         order = np.argsort(-lens, kind="stable")
-        sorted_indices = _index(order)
+        sorted_indices = _index(order, input.device)
         lens = lens[order]
         input = index_select(input, batch_dim, sorted_indices)
     if lens.size and lens.min() <= 0:
@@ -119,20 +130,21 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
     rows = np.concatenate([t * batch + np.arange(bs) for t, bs in enumerate(batch_sizes)]) if batch_sizes.size \
         else np.zeros(0, np.int64)
     flat = input.reshape((steps * batch,) + tuple(input.shape[2:]))
-    return PackedSequence(index_select(flat, 0, _index(rows)), _index(batch_sizes), sorted_indices, None)
+    return PackedSequence(index_select(flat, 0, _index(rows, input.device)), _index(batch_sizes), sorted_indices,
+                          None)
 
 
 def _rows_with_padding(source: Tensor, positions: np.ndarray, padding_value: float) -> Tensor:
     """``source[positions]`` with position -1 meaning a row of ``padding_value``."""
-    pad = full((1,) + tuple(source.shape[1:]), padding_value, dtype=source.dtype)
+    pad = full((1,) + tuple(source.shape[1:]), padding_value, dtype=source.dtype, device=source.device)
     rows = np.where(positions < 0, source.shape[0], positions)
-    return index_select(cat([source, pad]), 0, _index(rows))
+    return index_select(cat([source, pad]), 0, _index(rows, source.device))
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
                         total_length: int | None = None) -> tuple[Tensor, Tensor]:
     """Undo ``pack_padded_sequence``: (padded batch, lengths) in the batch's original order."""
-    batch_sizes = np.asarray(sequence.batch_sizes._array, dtype=np.int64)
+    batch_sizes = _host(sequence.batch_sizes)
     steps = batch_sizes.size
     if total_length is not None:
         if total_length < steps:
@@ -152,7 +164,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     lengths = (batch_sizes[None, :] > np.arange(batch)[:, None]).sum(1)
     if sequence.unsorted_indices is not None:
         padded = index_select(padded, 1, sequence.unsorted_indices)
-        lengths = lengths[np.asarray(sequence.unsorted_indices._array)]
+        lengths = lengths[_host(sequence.unsorted_indices)]
     if batch_first:
         padded = padded.transpose(0, 1)
     return padded, _index(lengths)

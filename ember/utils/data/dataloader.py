@@ -17,6 +17,7 @@ from ...tensor.creation import empty
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from ._collate import default_collate, default_convert
+from ._pin_memory import pin_batch, pinning_enabled
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -162,12 +163,14 @@ class _LoaderIterator:
     def __init__(self, loader: DataLoader, batches: Iterator) -> None:
         self._loader = loader
         self._batches = batches
+        self._pin = pinning_enabled(loader.pin_memory)
 
     def __iter__(self) -> "_LoaderIterator":
         return self
 
     def __next__(self) -> Any:
-        return next(self._batches)
+        batch = next(self._batches)
+        return pin_batch(batch) if self._pin else batch
 
     def __len__(self) -> int:
         return len(self._loader)

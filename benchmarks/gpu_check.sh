@@ -2,7 +2,9 @@
 # The prepared check for a machine with a real NVIDIA GPU: ember's CUDA tests on hardware, then the GPU benchmarks.
 #
 # Run from anywhere:   OUT=/some/empty/dir benchmarks/gpu_check.sh      (OUT defaults to ./gpu_check_out)
-# Needs: python with numpy, numba, numba-cuda, pytest, hypothesis (torch with CUDA optional); no network.
+# Needs: python with numpy, numba, numba-cuda, pytest, hypothesis (torch with CUDA optional); no network. Where
+# pytest or hypothesis is missing, make them beside the checkout first (`pip install --target .gpu_deps pytest
+# hypothesis`, ignored by git) and bring that folder along: the script puts it on PYTHONPATH.
 #
 # Stages, each under its own `timeout` budget so the whole run fits in about 9 minutes, and each run whatever
 # became of the stage before it:
@@ -30,6 +32,7 @@ cd "$ROOT" || exit 1
 unset NUMBA_ENABLE_CUDASIM
 export EMBER_TEST_CUDA=1
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+if [ -d "$ROOT/.gpu_deps" ]; then export PYTHONPATH="$PYTHONPATH:$ROOT/.gpu_deps"; fi
 : > "$OUT/status.txt"
 failed=0
 

@@ -216,6 +216,7 @@ class Function(metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run ``forward`` and, when some input requires grad under grad mode, record the graph node."""
         ctx = cls._backward_cls()
         grad_mode = is_grad_enabled()
         record = False
@@ -241,6 +242,39 @@ class Function(metaclass=FunctionMeta):
         if record:
             _link(ctx, edges, outputs)
         return outputs if is_tuple else outputs[0]
+
+
+# Code that watches every op (the profiler, forward-mode AD) wraps ``Function.apply``: each wrapper is called as
+# ``wrapper(cls, args, kwargs, proceed)`` and runs the op (and inner wrappers) with ``proceed(args, kwargs)``. With
+# no wrapper installed ``Function.apply`` is the plain method: watching costs nothing when nobody watches.
+_APPLY_WRAPPERS: list[Callable] = []
+_PLAIN_APPLY = Function.__dict__["apply"]
+
+
+def _apply_wrapped(cls: type, *args: Any, **kwargs: Any) -> Any:
+    wrappers = tuple(_APPLY_WRAPPERS)
+    plain = _PLAIN_APPLY.__func__
+
+    def proceed_from(i: int) -> Callable:
+        if i == len(wrappers):
+            return lambda a, k: plain(cls, *a, **k)
+        return lambda a, k: wrappers[i](cls, a, k, proceed_from(i + 1))
+
+    return proceed_from(0)(args, kwargs)
+
+
+def add_apply_wrapper(wrapper: Callable) -> Callable[[], None]:
+    """Route every ``Function.apply`` through ``wrapper`` (innermost when several); returns its remover."""
+    _APPLY_WRAPPERS.append(wrapper)
+    Function.apply = classmethod(_apply_wrapped)
+
+    def remove() -> None:
+        if wrapper in _APPLY_WRAPPERS:
+            _APPLY_WRAPPERS.remove(wrapper)
+        if not _APPLY_WRAPPERS:
+            Function.apply = _PLAIN_APPLY
+
+    return remove
 
 
 _TENSOR = []

@@ -52,6 +52,7 @@ from . import nn  # noqa: E402  (binds the nn Tensor methods, e.g. softmax)
 globals().update({k: v for k, v in nn.functional.torch_functions().items() if k not in globals()})
 
 from . import cuda, optim, utils  # noqa: E402  (ember.cuda imports no numba-cuda until CUDA is used)
+from . import profiler  # noqa: E402  (hooks nothing until a profile records)
 from .serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"

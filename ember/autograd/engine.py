@@ -6,11 +6,24 @@ any depth work.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import functools
+from typing import Any, Callable, Sequence
 
 from . import function as _function
 from .function import AccumulateGrad, FunctionCtx, Node
 from .grad_mode import _set_enabled, is_grad_enabled
+
+
+# Code that watches backward (the profiler) sets ``wrapper(call, node, grads)``, which runs the node with
+# ``call(node, grads)``. None costs nothing: ``run_backward`` picks how to call nodes once per pass.
+_NODE_WRAPPER: Callable | None = None
+
+
+def set_node_wrapper(wrapper: Callable | None) -> Callable | None:
+    """Route every backward node call through ``wrapper`` (None: call nodes directly); returns the previous one."""
+    global _NODE_WRAPPER
+    previous, _NODE_WRAPPER = _NODE_WRAPPER, wrapper
+    return previous
 
 
 def _children(node: Node):
@@ -126,7 +139,9 @@ def run_backward(
     capture_ids = {id(n) for n, _ in capture} if capture is not None else set()
     ready = [n for n in dict.fromkeys(root_nodes) if id(n) in needed and pending[id(n)] == 0]
     prev_mode = is_grad_enabled()
-    anomaly = _function._ANOMALY  # read once per backward call; the loop then checks a local
+    call = _call_node_anomaly if _function._ANOMALY else _call_node  # chosen once per backward call
+    if _NODE_WRAPPER is not None:
+        call = functools.partial(_NODE_WRAPPER, call)
     _set_enabled(create_graph)
     try:
         while ready:
@@ -144,7 +159,7 @@ def run_backward(
                     for hook in list(post.values()):
                         hook((), tuple(buf))
                 continue
-            in_grads = _call_node_anomaly(node, buf) if anomaly else _call_node(node, buf)
+            in_grads = call(node, buf)
             if not retain_graph:
                 node._release()
             for i, edge in enumerate(node.next_functions):

@@ -158,6 +158,26 @@ def unary(code: int, x: np.ndarray, out: np.ndarray) -> None:
     _launch(_kernels(UNARY, code), (x,), out)
 
 
+# Arithmetic whose NumPy ufunc gives the kernel's exact (IEEE / wrapping) results: below PARALLEL_MIN elements the
+# ufunc runs it, since Numba's argument dispatch (microseconds) would cost more than the loop itself.
+_SMALL_UFUNCS = {op.ADD: np.add, op.SUB: np.subtract, op.MUL: np.multiply, op.DIV: np.true_divide}
+
+
+def binary_same_layout(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``f(a, b)`` into a new array when ``a`` and ``b`` share shape, dtype and C layout (the commonest call, so it
+    skips the general launcher's checks); None otherwise, for ``binary``."""
+    if not (_is_c(a) and _is_c(b)):
+        return None
+    n = a.size
+    if not parallel_pays(n) and code in _SMALL_UFUNCS and a.dtype.kind != "b":
+        return _SMALL_UFUNCS[code](a, b)
+    out = np.empty(a.shape, a.dtype)
+    if n:
+        serial, parallel, _ = _kernels(BINARY, code)
+        (parallel if parallel_pays(n) else serial)(a.reshape(-1), 1, b.reshape(-1), 1, out.reshape(-1))
+    return out
+
+
 def binary(code: int, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """``out = f(a, b)`` with ``a`` and ``b`` (same dtype) broadcast to ``out``'s shape."""
     _launch(_kernels(BINARY, code), (a, b), out)

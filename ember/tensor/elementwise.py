@@ -12,6 +12,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import opcodes as op
+from ..cpu_kernels import elementwise as cpu_elementwise
+from ..autograd import function as _function
 from ..autograd.function import Function, FunctionCtx
 from ..autograd.grad_mode import is_grad_enabled
 from . import dtypes
@@ -163,7 +165,7 @@ def unary(name: str, x: Any) -> Tensor:
             "use the `~` or `logical_not()` operator instead."
         )
     cls = _UNARY_CLASSES[name]
-    if x._requires_grad and is_grad_enabled():
+    if (x._requires_grad and is_grad_enabled()) or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler)
         return cls.apply(x)
     return cls.forward(_NO_CTX, x)
 
@@ -239,6 +241,12 @@ class _Binary(Function):
     @classmethod
     def compute(cls, a: Any, b: Any) -> np.ndarray:
         """The result array, with promotion, broadcasting and validation (no autograd)."""
+        x, y = getattr(a, "_array", None), getattr(b, "_array", None)
+        if type(x) is np.ndarray and type(y) is np.ndarray and x.shape == y.shape and x.dtype == y.dtype and x.ndim:
+            code = _same_dtype_code(cls, x.dtype)
+            out = None if code is None else cpu_elementwise.binary_same_layout(code, x, y)
+            if out is not None:
+                return out
         promoted = dtypes.result_type_of((a, b))
         code, cdt, rdt = cls.select(promoted)
         shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=cls.__name__.lower())
@@ -274,6 +282,23 @@ class _Binary(Function):
         ga, gb = cls.grad(a, b, y, g, ctx.needs_input_grad)
         return sum_to_shape(ga, ctx.shapes[0]) if ga is not None else None, \
             sum_to_shape(gb, ctx.shapes[1]) if gb is not None else None
+
+
+_SAME_DTYPE_CODES: dict[tuple[type, np.dtype], int | None] = {}
+
+
+def _same_dtype_code(cls: type, np_dtype: np.dtype) -> int | None:
+    """The op code when ``cls`` on two tensors of ``np_dtype`` computes and returns that dtype with nothing to
+    validate (so the same-layout fast path applies); None otherwise. Worked out once per class and dtype."""
+    key = (cls, np_dtype)
+    if key not in _SAME_DTYPE_CODES:
+        try:
+            code, cdt, rdt = cls.select(dtypes.to_dtype(np_dtype))
+        except (NotImplementedError, RuntimeError, TypeError):
+            code, cdt, rdt = None, None, None
+        plain = cls.validate.__func__ is _Binary.validate.__func__
+        _SAME_DTYPE_CODES[key] = code if plain and cdt is rdt and cdt is not None and cdt.np == np_dtype else None
+    return _SAME_DTYPE_CODES[key]
 
 
 def _binary_class(name: str, code: int, kind: str, grad: Callable | None, **extra: Any) -> type:
@@ -382,16 +407,18 @@ def _check_operand(name: str, x: Any, position: int) -> None:
 
 def binary(name: str, a: Any, b: Any) -> Tensor:
     """Apply the binary op ``name`` with broadcasting and torch's type promotion."""
-    _check_operand(name, a, 1)
-    _check_operand(name, b, 2)
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # two tensors: the common case needs no check
+        _check_operand(name, a, 1)
+        _check_operand(name, b, 2)
     if name == "sub" and _is_bool(a) and _is_bool(b):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
             "`logical_xor()` operator instead."
         )
     cls = _BINARY_CLASSES[name]
-    if cls.grad is not None and is_grad_enabled() and (getattr(a, "_requires_grad", False)
-                                                      or getattr(b, "_requires_grad", False)):
+    if (cls.grad is not None and is_grad_enabled() and (getattr(a, "_requires_grad", False)
+                                                       or getattr(b, "_requires_grad", False))) \
+            or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler, forward-mode AD)
         return cls.apply(a, b)
     return Tensor._make(cls.compute(a, b))
 

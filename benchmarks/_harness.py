@@ -1,45 +1,45 @@
-"""Shared timing helpers: medians of repeats, ember and PyTorch measured in the same run."""
+"""Benchmark plumbing that must not import the numeric libraries: thread pinning and batch timing.
+
+The thread count has to reach OpenMP, OpenBLAS, MKL and Numba through the environment before numpy, numba or
+torch is imported, so a script reads ``--threads`` from its raw argv and pins it before its other imports.
+"""
 from __future__ import annotations
 
-import statistics
+import os
 import time
 from typing import Callable
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+DEFAULT_THREADS = 2
 
-def median_time(fn: Callable[[], object], number: int, repeats: int = 7,
-                sync: Callable[[], object] | None = None) -> float:
-    """Median seconds per call of ``fn`` over ``repeats`` batches of ``number`` calls (after one warm-up batch).
 
-    ``sync`` (e.g. ``torch.cuda.synchronize``) is called before and after every batch, so work an asynchronous
+def threads_from_argv(argv: list[str]) -> int:
+    """``--threads N`` or ``--threads=N`` from a raw argv (the default when absent or malformed: argparse says why)."""
+    for index, arg in enumerate(argv):
+        value = arg.partition("=")[2] if arg.startswith("--threads=") else None
+        if arg == "--threads" and index + 1 < len(argv):
+            value = argv[index + 1]
+        if value is not None:
+            return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_THREADS
+    return DEFAULT_THREADS
+
+
+def pin_threads(threads: int) -> None:
+    """Set every native thread pool's size in the environment (read when those libraries load)."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+
+
+def timed_batch(fn: Callable[[], object], number: int, sync: Callable[[], object] | None = None) -> float:
+    """Seconds per call over one batch of ``number`` calls of ``fn``.
+
+    ``sync`` (e.g. ``torch.cuda.synchronize``) is called before and after the batch, so work an asynchronous
     device still has queued is counted in the batch that launched it.
     """
     wait = sync or (lambda: None)
+    wait()
+    start = time.perf_counter()
     for _ in range(number):
         fn()
-    samples = []
-    for _ in range(repeats):
-        wait()
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        wait()
-        samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
-
-
-def load_torch(threads: int):
-    """PyTorch (CPU) set to ``threads`` threads, or None when it is not installed."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(threads)
-    return torch
-
-
-def ratio_row(name: str, ember_s: float, torch_s: float | None, unit_scale: float = 1e6, unit: str = "us") -> str:
-    """One table row: workload, both medians, and ember/torch."""
-    if torch_s is None:
-        return f"{name:42s} ember {ember_s * unit_scale:9.2f} {unit}   torch        -         ratio    -"
-    return (f"{name:42s} ember {ember_s * unit_scale:9.2f} {unit}   torch {torch_s * unit_scale:9.2f} {unit}   "
-            f"ratio {ember_s / torch_s:6.2f}")
+    wait()
+    return (time.perf_counter() - start) / number

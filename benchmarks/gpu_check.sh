@@ -14,8 +14,9 @@
 #                      thread's stack (pytest's faulthandler_timeout); with pytest-xdist installed, $XDIST_WORKERS
 #                      processes share the GPU, a test file each (Numba's compiling is the slow part)
 #                                                                       -> $OUT/tests.txt, $OUT/junit.xml
-#   3. bench  (200 s)  benchmarks/gpu.py, ember against torch CUDA     -> $OUT/bench.txt, $OUT/bench.json
-# A timeout sends SIGINT first (pytest then still writes its summary and junit file; gpu.py has already written
+#   3. bench  (200 s)  benchmarks/suite.py --device cuda, ember against torch CUDA, start-up probes last
+#                                                                       -> $OUT/bench.txt, $OUT/bench.json
+# A timeout sends SIGINT first (pytest then still writes its summary and junit file; suite.py has already written
 # the rows measured so far to bench.json), then SIGKILL 15 s later. Each stage's exit status and seconds go to
 # $OUT/status.txt (124: it ran out of time); all output is shown as well. The script exits 0 only when every
 # stage did.
@@ -90,5 +91,5 @@ if "$PYTHON" -c "import xdist" 2>/dev/null; then
 fi
 stage tests 300 "$OUT/tests.txt" "$PYTHON" -m pytest -q -p no:cacheprovider tests/cuda "${parallel[@]}" \
     --maxfail="$MAXFAIL" -rfE --durations=15 -o faulthandler_timeout=120 --junitxml="$OUT/junit.xml"
-stage bench 200 "$OUT/bench.txt" "$PYTHON" benchmarks/gpu.py --budget 2 --json "$OUT/bench.json"
+stage bench 200 "$OUT/bench.txt" "$PYTHON" benchmarks/suite.py --device cuda --budget 2 --json "$OUT/bench.json"
 exit "$failed"

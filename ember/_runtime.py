@@ -58,9 +58,12 @@ def _load_tbb() -> bool:
 
 
 def _choose_threading_layer() -> None:
-    if "NUMBA_THREADING_LAYER" in os.environ:
-        return
-    if _load_tbb():
+    """TBB when it loads, unless the user chose a layer; a "tbb" inherited from a parent process (which set it
+    here) still needs the library loaded in this one."""
+    chosen = os.environ.get("NUMBA_THREADING_LAYER")
+    if chosen == "tbb":
+        _load_tbb()
+    elif chosen is None and _load_tbb():
         os.environ["NUMBA_THREADING_LAYER"] = "tbb"
 
 

@@ -1,4 +1,5 @@
-"""Check analytic gradients against central finite differences (use float64 inputs)."""
+"""Check analytic gradients against central finite differences (use float64 inputs). Inputs may live on any
+device: they are perturbed in place where they are, and results are compared on the host."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -12,6 +13,13 @@ class GradcheckError(RuntimeError):
 
 def _tuple(x: Any) -> tuple:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _host64(t: Any) -> np.ndarray:
+    """A tensor's values as a flat float64 host array (a copy)."""
+    from ..tensor.device import CPU, place
+
+    return np.array(place(t._array, CPU), dtype=np.float64).reshape(-1)
 
 
 def _differentiable(inputs: tuple) -> list[int]:
@@ -35,14 +43,15 @@ def _numerical(fn: Callable, inputs: tuple, wrt: list[int], eps: float) -> list[
         jac = [[np.zeros((inputs[i].numel(), o.numel())) for o in base] for i in wrt]
         for k, i in enumerate(wrt):
             arr = inputs[i]._array
+            host = _host64(inputs[i])
             flat_index = np.arange(arr.size).reshape(arr.shape)
             for j in range(arr.size):
                 pos = np.unravel_index(j, arr.shape) if arr.ndim else ()
-                original = arr[pos]
+                original = host[j]
                 arr[pos] = original + eps
-                plus = [o._array.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
+                plus = [_host64(o) for o in _outputs(fn, inputs)]
                 arr[pos] = original - eps
-                minus = [o._array.astype(np.float64).reshape(-1).copy() for o in _outputs(fn, inputs)]
+                minus = [_host64(o) for o in _outputs(fn, inputs)]
                 arr[pos] = original
                 for m, (p, q) in enumerate(zip(plus, minus)):
                     jac[k][m][flat_index.reshape(-1)[j]] = (p - q) / (2 * eps)
@@ -64,7 +73,7 @@ def _analytical(fn: Callable, inputs: tuple, wrt: list[int]) -> list[list[np.nda
             grads = grad(out, [inputs[i] for i in wrt], seed, retain_graph=True, allow_unused=True)
             for k, g in enumerate(grads):
                 if g is not None:
-                    jac[k][m][:, j] = g._array.astype(np.float64).reshape(-1)
+                    jac[k][m][:, j] = _host64(g)
     return jac
 
 
@@ -113,7 +122,7 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
     if grad_outputs is None:
         rng = np.random.default_rng(0)
         grad_outputs = tuple(
-            tensor(rng.standard_normal(o.shape), dtype=o.dtype, requires_grad=True) for o in outputs
+            tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device, requires_grad=True) for o in outputs
         )
     grad_outputs = _tuple(grad_outputs)
     n_in = len(inputs)

@@ -148,3 +148,14 @@ def test_closeness_on_cuda():
     assert close.is_cuda and close.tolist() == [True, True, False]
     assert not ember.allclose(a, b) and ember.allclose(a[:2], b[:2], equal_nan=True)
     assert ember.equal(a[::2], a[::2].clone()) and not ember.equal(a, a)
+
+
+def test_gradcheck_takes_cuda_inputs():
+    from ember.autograd import gradcheck, gradgradcheck
+
+    x = ember.randn(3, 2, dtype=ember.float64, device="cuda", requires_grad=True)
+    w = ember.randn(2, 4, dtype=ember.float64, device="cuda", requires_grad=True)
+    assert gradcheck(lambda a, b: (a @ b).tanh(), (x, w))
+    assert gradgradcheck(lambda a, b: (a @ b).tanh(), (x, w))
+    assert not gradcheck(lambda a: a.detach() * 2 + a, (x,), raise_exception=False)
+    assert x.is_cuda and w.is_cuda  # perturbed in place and restored where they live

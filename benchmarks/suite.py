@@ -1,0 +1,414 @@
+"""ember against PyTorch, side by side in one process: every workload, the machine's ceilings, start-up.
+
+Run: python benchmarks/suite.py [--device cpu|cuda] [--threads N] [--repeats N] [--budget S] [--scale F]
+                                [--only NAME,...] [--no-torch] [--no-limits] [--json PATH]
+
+Each workload (benchmarks/workloads.py) is written once as a function of the framework module. Both frameworks
+build it, take a first (cold) call, pick a batch long enough to time, run one warm-up batch, and then their timed
+batches ALTERNATE (ember batch, torch batch, ember batch, ...) so that a noisy neighbour slows both alike; each
+side's figure is its median batch. Both use the same thread count (``--threads``, 2 by default), set in the
+environment for OpenMP, OpenBLAS, MKL and Numba before any of them is imported, then by ``torch.set_num_threads``
+and ``ember.set_num_threads``. On the CPU a ``limits`` section comes first: memory copy bandwidth with 1 and N
+threads (NumPy's copyto over parts of large float32 arrays in Python threads: it releases the GIL) and peak
+float32 GEMM through NumPy's BLAS; each GB/s (GFLOP/s) workload then shows its share of the copy bandwidth at N
+threads (of peak GEMM). A ``startup`` section last runs fresh processes that import the framework, build the MLP
+workload and take one step: ember with an empty and with a warm kernel cache, PyTorch once.
+
+``--device cuda`` runs on the GPU against PyTorch CUDA (TF32 off, so both compute in float32), with the device
+synchronised around every timed batch and each workload's device memory released before the next; under Numba's
+simulator use a tiny ``--scale``. Without PyTorch (or ``--no-torch``) ember's figures stand alone. ``--json`` is
+rewritten after every section and workload, so a run cut short (gpu_check.sh sends SIGINT) keeps what it measured.
+"""
+from __future__ import annotations
+
+import sys
+
+from _harness import DEFAULT_THREADS, THREAD_VARIABLES, pin_threads, threads_from_argv, timed_batch
+
+if __name__ == "__main__":
+    pin_threads(threads_from_argv(sys.argv[1:]))  # before numpy, numba or torch is imported
+
+import argparse  # noqa: E402 - the thread pools must be sized first
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from workloads import WORKLOADS, Case, Workload, shrink  # noqa: E402
+
+BENCHMARKS = Path(__file__).resolve().parent
+# A timed batch runs the step this many seconds or more (so short steps are not lost in timer noise) ...
+BATCH_S = 0.005
+# ... but never more than this many calls.
+MAX_NUMBER = 200
+# Fewest timed batches per side (when --repeats allows), even past the budget: a median needs a few.
+MIN_ROUNDS = 3
+STARTUP = "startup"
+
+
+@dataclass
+class Contender:
+    """One framework's side of one workload: its case, batch size, timed samples, or the error that ended it."""
+    name: str
+    lib: Any
+    sync: Callable[[], object] | None
+    case: Case | None = None
+    cold_s: float = 0.0
+    warm_s: float = 0.0
+    number: int = 1
+    samples: list[float] = field(default_factory=list)
+    error: dict | None = None
+
+    def attempt(self, action: Callable[..., object], *args: Any) -> None:
+        """``action(*args)`` unless this side already failed; an exception becomes its error (the other goes on)."""
+        if self.error is not None:
+            return
+        try:
+            action(*args)
+        except Exception as exc:  # noqa: BLE001 - a failing side is reported in its row, the rest goes on
+            self.error = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=-6)}
+
+    def prepare(self, workload: Workload, scale: float, device: str) -> None:
+        """Build the case, time a cold and a warm call, size the batch, run one untimed warm-up batch."""
+        self.lib.manual_seed(0)
+        self.case = workload.build(self.lib, scale, device)
+        self.cold_s = timed_batch(self.case.step, 1, self.sync)
+        self.warm_s = max(timed_batch(self.case.step, 1, self.sync), 1e-9)
+        self.number = max(1, min(MAX_NUMBER, int(BATCH_S / self.warm_s)))
+        timed_batch(self.case.step, self.number, self.sync)
+
+    def time_batch(self) -> None:
+        self.samples.append(timed_batch(self.case.step, self.number, self.sync))
+
+    def result(self, workload: Workload) -> dict:
+        """This side's JSON entry: cold time, median, derived figure, batch shape; or its error."""
+        if self.error is not None:
+            return self.error
+        median = statistics.median(self.samples)
+        return {"cold_s": self.cold_s, "median_s": median, "figure": workload.figure(self.case.work, median),
+                "number": self.number, "repeats": len(self.samples), "sizes": self.case.sizes}
+
+
+def rounds_within(contenders: list[Contender], repeats: int, budget_s: float) -> int:
+    """Timed rounds for this workload: ``repeats``, fewer when the slowest side's batches would outrun ``budget_s``."""
+    slowest = max(c.warm_s * c.number for c in contenders)
+    return min(repeats, max(MIN_ROUNDS, int(budget_s / slowest)))
+
+
+def measure(contenders: list[Contender], workload: Workload, scale: float, device: str, repeats: int,
+            budget_s: float) -> list[dict]:
+    """Every side prepared, then their timed batches in alternation; one result per side."""
+    for contender in contenders:
+        contender.attempt(contender.prepare, workload, scale, device)
+    ready = [c for c in contenders if c.error is None]
+    for _ in range(rounds_within(ready, repeats, budget_s) if ready else 0):
+        for contender in ready:
+            contender.attempt(contender.time_batch)
+    return [c.result(workload) for c in contenders]
+
+
+def contenders_for(device: str, torch: Any) -> list[Contender]:
+    """Fresh sides for one workload: ember, then PyTorch when present; synchronised on the GPU."""
+    libs = [("ember", ember)] + ([("torch", torch)] if torch is not None else [])
+    return [Contender(name, lib, lib.cuda.synchronize if device == "cuda" else None) for name, lib in libs]
+
+
+def release(device: str, libs: list[Any]) -> None:
+    """Hand the previous workload's memory back before the next one allocates."""
+    gc.collect()
+    if device == "cuda":
+        for lib in libs:
+            lib.cuda.empty_cache()
+
+
+def copy_bandwidth(elements: int, threads: int, repeats: int) -> float:
+    """GB/s (bytes read plus written) of ``np.copyto`` between float32 arrays, split among ``threads`` threads."""
+    source = np.ones(elements, np.float32)
+    target = np.zeros_like(source)
+    bounds = np.linspace(0, elements, threads + 1).astype(int)
+    parts = [(target[lo:hi], source[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    with ThreadPoolExecutor(threads) as pool:
+        def copy_all() -> None:
+            list(pool.map(lambda part: np.copyto(*part), parts))
+        copy_all()
+        seconds = statistics.median(timed_batch(copy_all, 1) for _ in range(repeats))
+    return 2 * source.nbytes / seconds / 1e9
+
+
+def gemm_peak(side: int, repeats: int) -> float:
+    """GFLOP/s of a float32 ``side``^3 matrix product through NumPy's BLAS (its threads as pinned)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((side, side), dtype=np.float32) for _ in range(2))
+    out = np.empty_like(a)
+    np.matmul(a, b, out=out)
+    seconds = statistics.median(timed_batch(lambda: np.matmul(a, b, out=out), 1) for _ in range(repeats))
+    return 2 * side**3 / seconds / 1e9
+
+
+def measure_limits(threads: int, scale: float, repeats: int) -> dict:
+    """The machine's ceilings: copy bandwidth at 1, 2 and ``threads`` threads, peak float32 GEMM."""
+    elements, side = shrink(64 * 2**20, scale, least=4096), shrink(2048, scale, 1 / 3, least=16)
+    counts = sorted({1, 2, threads})
+    return {"copy_GBps": {str(n): copy_bandwidth(elements, n, repeats) for n in counts},
+            "gemm_GFLOPps": gemm_peak(side, repeats), "threads": threads, "copy_elements": elements,
+            "gemm_side": side}
+
+
+def ceilings(limits: dict | None) -> dict[str, float]:
+    """The ceiling each workload unit is compared with: copy bandwidth at the run's threads, peak GEMM."""
+    if not limits:
+        return {}
+    return {"GB/s": limits["copy_GBps"][str(limits["threads"])], "GFLOP/s": limits["gemm_GFLOPps"]}
+
+
+def _threads(count: int | str) -> str:
+    return f"{count} thread{'' if int(count) == 1 else 's'}"
+
+
+def format_limits(limits: dict) -> list[str]:
+    copies = ", ".join(f"{_threads(n)} {bw:.2f} GB/s" for n, bw in limits["copy_GBps"].items())
+    return [f"limits: copy bandwidth (read+write, {limits['copy_elements']} f32) {copies}",
+            f"limits: peak f32 GEMM {limits['gemm_side']}^3 through NumPy's BLAS {limits['gemm_GFLOPps']:.1f} GFLOP/s"
+            f" ({_threads(limits['threads'])})"]
+
+
+PROBE = """
+import sys, time
+start = time.perf_counter()
+import {lib} as lib
+imported = time.perf_counter()
+sys.path.insert(0, {benchmarks!r})
+from workloads import mlp
+lib.manual_seed(0)
+mlp(lib, {scale!r}, {device!r}).step()
+if {device!r} == "cuda":
+    lib.cuda.synchronize()
+print(imported - start, time.perf_counter() - imported)
+"""
+
+
+def startup_probe(lib: str, device: str, scale: float, cache_dir: str | None = None) -> dict:
+    """A fresh process imports ``lib``, builds the MLP workload and steps once: its wall, import and step seconds."""
+    env = dict(os.environ)
+    if cache_dir is not None:
+        env.update(NUMBA_CACHE_DIR=cache_dir, EMBER_CACHE_DIR=cache_dir)
+    script = PROBE.format(lib=lib, benchmarks=str(BENCHMARKS), scale=scale, device=device)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        return {"error": f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"}
+    import_s, step_s = map(float, done.stdout.split()[-2:])
+    return {"wall_s": wall, "import_s": import_s, "first_step_s": step_s}
+
+
+def measure_startup(device: str, scale: float, torch: Any) -> dict:
+    """ember with an empty then a warm kernel cache, PyTorch in one fresh process (None without it)."""
+    with tempfile.TemporaryDirectory(prefix="ember-startup-") as cache:
+        empty = startup_probe("ember", device, scale, cache)
+        warm = startup_probe("ember", device, scale, cache)
+    return {"ember_empty_cache": empty, "ember_warm_cache": warm,
+            "torch": startup_probe("torch", device, scale) if torch is not None else None}
+
+
+def _cell(value: float | None, spec: str, width: int) -> str:
+    return f"{'-':>{width}s}" if value is None else f"{value:{width}{spec}}"
+
+
+def _share(figure: float | None, ceiling: float | None) -> str | None:
+    return None if figure is None or ceiling is None else f"{figure / ceiling:.0%}"
+
+
+HEADER = (f"{'workload':40s} {'ember ms':>10s} {'torch ms':>10s} {'e/t':>6s} {'ember':>9s} {'torch':>9s} "
+          f"{'unit':9s} {'share e/t':>11s} {'cold s':>7s}")
+
+
+def format_row(workload: Workload, ours: dict, theirs: dict | None, ceiling: float | None = None) -> str:
+    """The table row: both medians (ms per step), ember/torch, both derived figures, their share of the
+    machine's ceiling, ember's cold first call; failures at the end."""
+    sides = (("ember", ours), ("torch", theirs))
+    failed = "; ".join(f"{who} {side['error']}" for who, side in sides if side is not None and "error" in side)
+    if "error" in ours:
+        return f"{workload.label:40s} ERROR {failed}"
+    torch_ok = theirs is not None and "error" not in theirs
+    torch_ms = theirs["median_s"] * 1e3 if torch_ok else None
+    torch_figure = theirs["figure"] if torch_ok else None
+    ratio = ours["median_s"] / theirs["median_s"] if torch_ok else None
+    shares = [_share(ours["figure"], ceiling), _share(torch_figure, ceiling)]
+    share = "/".join(s or "-" for s in shares) if shares[0] else "-"
+    row = (f"{workload.label:40s} {ours['median_s'] * 1e3:10.3f} {_cell(torch_ms, '.3f', 10)} "
+           f"{_cell(ratio, '.2f', 6)} {ours['figure']:9.4g} {_cell(torch_figure, '.4g', 9)} {workload.unit:9s} "
+           f"{share:>11s} {ours['cold_s']:7.2f}")
+    return row + (f"   ERROR {failed}" if failed else "")
+
+
+def format_startup(startup: dict) -> list[str]:
+    """Rows of the start-up section: process wall seconds, ember/torch, and where the time went."""
+    theirs = startup["torch"] if startup["torch"] and "error" not in startup["torch"] else None
+    lines = [f"{'start-up: import, MLP, 1 step':40s} {'ember s':>10s} {'torch s':>10s} {'e/t':>6s}"
+             "   import + first step (ember; torch)"]
+    for key, label in (("ember_empty_cache", "empty kernel cache"), ("ember_warm_cache", "warm kernel cache")):
+        ours = startup[key]
+        if "error" in ours:
+            lines.append(f"{label:40s} ERROR ember {ours['error']}")
+            continue
+        ratio = ours["wall_s"] / theirs["wall_s"] if theirs else None
+        detail = f"{ours['import_s']:.2f} + {ours['first_step_s']:.2f}"
+        if theirs:
+            detail += f"; {theirs['import_s']:.2f} + {theirs['first_step_s']:.2f}"
+        lines.append(f"{label:40s} {ours['wall_s']:10.2f} {_cell(theirs and theirs['wall_s'], '.2f', 10)} "
+                     f"{_cell(ratio, '.2f', 6)}   {detail}")
+    if startup["torch"] and "error" in startup["torch"]:
+        lines.append(f"{'':40s} ERROR torch {startup['torch']['error']}")
+    return lines
+
+
+def _write_json(path: Path, report: dict) -> None:
+    """Replace ``path`` atomically: a reader (or a killed run) never sees half a file."""
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(json.dumps(report, indent=2))
+    os.replace(partial, path)
+
+
+def _selected(only: str | None, parser: argparse.ArgumentParser) -> tuple[list[Workload], bool]:
+    """The workloads ``--only`` names (all by default), and whether it names the start-up section."""
+    if not only:
+        return WORKLOADS, True
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    known = {w.name: w for w in WORKLOADS}
+    unknown = [n for n in names if n not in known and n != STARTUP]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join([*known, STARTUP])}")
+    return [known[n] for n in names if n != STARTUP], STARTUP in names
+
+
+def load_torch(device: str, threads: int) -> Any:
+    """PyTorch at ``threads`` threads, usable on ``device`` (TF32 off on CUDA: a float32 comparison), or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            return None
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                        help="threads for both frameworks and the BLAS (set before they load)")
+    parser.add_argument("--repeats", type=int, default=7, help="most timed batches per workload and framework")
+    parser.add_argument("--budget", type=float, default=3.0,
+                        help="seconds of timed batches per workload and framework (fewer repeats beyond it)")
+    parser.add_argument("--scale", type=float, default=1.0, help="shrink sizes (e.g. 0.001 under the simulator)")
+    parser.add_argument("--only", help="comma-separated names: " + ",".join([w.name for w in WORKLOADS] + [STARTUP]))
+    parser.add_argument("--no-torch", action="store_true", help="ember alone even where PyTorch is installed")
+    parser.add_argument("--no-limits", action="store_true", help="skip measuring the CPU's ceilings")
+    parser.add_argument("--json", type=Path, help="write the figures here (rewritten as the run goes)")
+    return parser
+
+
+def _thread_report(threads: int, torch: Any) -> dict:
+    """The thread counts each library actually runs with."""
+    return {"requested": threads, "ember": ember.get_num_threads(),
+            "torch": torch.get_num_threads() if torch is not None else None,
+            "environment": {name: os.environ.get(name) for name in THREAD_VARIABLES}}
+
+
+def _header(args: argparse.Namespace, torch: Any) -> dict:
+    on_cuda = args.device == "cuda"
+    return {"device": args.device, "device_name": ember.cuda.get_device_name() if on_cuda else "cpu",
+            "simulator": ember.cuda.is_simulator() if on_cuda else False,
+            "threads": _thread_report(args.threads, torch), "scale": args.scale, "repeats": args.repeats,
+            "budget_s": args.budget, "order": "alternating", "ember": ember.__version__,
+            "torch": torch.__version__ if torch is not None else None, "limits": None, "workloads": [],
+            "startup": None}
+
+
+def bench_row(workload: Workload, torch: Any, args: argparse.Namespace, ceiling: float | None) -> dict:
+    """Measure ``workload`` with ember and torch alternating, print its row, return its JSON entry."""
+    contenders = contenders_for(args.device, torch)
+    libs = [c.lib for c in contenders]
+    results = measure(contenders, workload, args.scale, args.device, args.repeats, args.budget)
+    del contenders  # their tensors go before the next workload's are made
+    release(args.device, libs)
+    ours, theirs = results[0], results[1] if len(results) > 1 else None
+    print(format_row(workload, ours, theirs, ceiling), flush=True)
+    torch_ok = theirs is not None and "error" not in ours and "error" not in theirs
+    return {"name": workload.name, "label": workload.label, "unit": workload.unit, "ember": ours, "torch": theirs,
+            "ratio": ours["median_s"] / theirs["median_s"] if torch_ok else None,
+            "share_of_ceiling": _shares(ours, theirs, ceiling)}
+
+
+def _shares(ours: dict, theirs: dict | None, ceiling: float | None) -> dict | None:
+    """Each measured side's figure as a fraction of the machine's ceiling for its unit (None without one)."""
+    if ceiling is None:
+        return None
+    sides = {"ember": ours, "torch": theirs}
+    return {name: side["figure"] / ceiling for name, side in sides.items() if side is not None and "error" not in side}
+
+
+def run_sections(args: argparse.Namespace, workloads: list[Workload], with_startup: bool, report: dict,
+                 torch: Any) -> None:
+    """The sections in order, each printed and saved as soon as it is measured (``report`` fills as it goes)."""
+    save = (lambda: _write_json(args.json, report)) if args.json else (lambda: None)
+    if args.device == "cpu" and not args.no_limits:
+        report["limits"] = measure_limits(args.threads, args.scale, args.repeats)
+        print("\n".join(format_limits(report["limits"])), flush=True)
+        save()
+    print(HEADER)
+    for workload in workloads:
+        report["workloads"].append(bench_row(workload, torch, args, ceilings(report["limits"]).get(workload.unit)))
+        save()
+    if with_startup:
+        report["startup"] = measure_startup(args.device, args.scale, torch)
+        print("\n".join(format_startup(report["startup"])))
+        save()
+
+
+def run(args: argparse.Namespace, workloads: list[Workload], with_startup: bool) -> int:
+    """Set both frameworks up, print the run's header line, then the sections; 130 when interrupted."""
+    torch = None if args.no_torch else load_torch(args.device, args.threads)
+    ember.set_num_threads(args.threads)
+    report = _header(args, torch)
+    alternation = "timed batches alternate ember, torch" if torch is not None else "ember alone"
+    print(f"device {report['device_name']}   threads {args.threads}   scale {args.scale}   "
+          f"torch {report['torch'] or 'absent'}   {alternation}")
+    try:
+        run_sections(args, workloads, with_startup, report, torch)
+    except KeyboardInterrupt:  # a time budget ran out (gpu_check.sh sends SIGINT): say where, keep the rest
+        print(f"interrupted after {len(report['workloads'])} workload(s); the figures so far are in --json")
+        return 130
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.repeats < 1 or args.threads < 1 or not 0 < args.scale <= 1:
+        parser.error("--repeats and --threads must be >= 1 and --scale in (0, 1]")
+    workloads, with_startup = _selected(args.only, parser)
+    if args.device == "cuda" and not ember.cuda.is_available():
+        print("ember: no CUDA device (install numba-cuda on a GPU machine, or set NUMBA_ENABLE_CUDASIM=1)")
+        return 2
+    return run(args, workloads, with_startup)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

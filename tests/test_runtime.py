@@ -1,0 +1,23 @@
+"""ember's process set-up (ember/_runtime.py): the threading layer it picks also works in child processes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PARALLEL_SUM = "import ember; x = ember.ones(1 << 20); print(int((x * x).sum().item()))"
+
+
+def test_a_child_inheriting_the_chosen_threading_layer_runs_parallel_kernels():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.pop("NUMBA_THREADING_LAYER", None)
+    chosen = subprocess.run([sys.executable, "-c", "import ember, os; print(os.environ.get('NUMBA_THREADING_LAYER'))"],
+                            env=env, capture_output=True, text=True, check=True).stdout.strip()
+    if chosen != "None":
+        env["NUMBA_THREADING_LAYER"] = chosen  # what a child of an ember process sees
+    result = subprocess.run([sys.executable, "-c", PARALLEL_SUM], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == str(1 << 20)

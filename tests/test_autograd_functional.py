@@ -393,9 +393,12 @@ def test_validation_errors_match_torch(name):
     _errors(VALIDATION_CALLS[name])
 
 
-def test_forward_mode_vectorized_is_not_available_yet():
-    with pytest.raises(NotImplementedError, match="forward-mode"):
-        EF.jacobian(lambda x: x * 2, _x(ember), strategy="forward-mode", vectorize=True)
+def test_forward_mode_vectorized_matches_torch():
+    def f(x):
+        return (x * 2).exp()
+
+    _assert_same(EF.jacobian(f, _x(ember), strategy="forward-mode", vectorize=True),
+                 TF.jacobian(f, _x(torch), strategy="forward-mode", vectorize=True))
 
 
 def test_results_leave_grad_mode_and_inputs_untouched():

@@ -10,13 +10,13 @@ from .function import Function, FunctionCtx, Node, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
-from . import functional
+from . import forward_ad, functional
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "Node", "once_differentiable", "no_grad", "enable_grad",
     "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck",
     "gradgradcheck", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-    "is_anomaly_check_nan_enabled",
+    "is_anomaly_check_nan_enabled", "forward_ad",
 ]
 
 

@@ -8,6 +8,7 @@ The node *is* the ``ctx`` that ``forward`` and ``backward`` receive.
 from __future__ import annotations
 
 import functools
+import threading
 import traceback
 from typing import Any, Callable
 
@@ -108,6 +109,8 @@ class FunctionCtx(Node):
     _non_differentiable = ()
     _packed = False
     _forward_trace = None  # the forward call's stack, recorded only in anomaly mode
+    _saved_forward = ()  # what ``save_for_forward`` kept; ``saved_tensors`` returns it while ``jvp`` runs
+    _in_jvp = False
 
     def name(self) -> str:
         return type(self).__name__
@@ -126,8 +129,14 @@ class FunctionCtx(Node):
         self._saved = tuple(_Packed(pack(t), unpack) if t is not None else None for t in tensors)
         self._packed = True
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Keep tensors for ``jvp`` (forward-mode AD), where ``saved_tensors`` returns them."""
+        self._saved_forward = tensors
+
     @property
     def saved_tensors(self) -> tuple:
+        if self._in_jvp:
+            return self._saved_forward
         if self._freed:
             raise RuntimeError(_FREED_MESSAGE)
         if self._packed:
@@ -221,11 +230,11 @@ class Function(metaclass=FunctionMeta):
         grad_mode = is_grad_enabled()
         record = False
         if grad_mode:
-            flags = tuple(getattr(a, "_requires_grad", False) is True for a in args)
+            flags = tuple([getattr(a, "_requires_grad", False) is True for a in args])
             if True in flags:
                 record = True
                 ctx.needs_input_grad = flags
-                edges = tuple(_edge(a) if getattr(a, "_array", None) is not None else None for a in args)
+                edges = tuple([_edge(a) if getattr(a, "_array", None) is not None else None for a in args])
                 if _ANOMALY:
                     ctx._forward_trace = traceback.extract_stack()[:-1]
             _set_enabled(False)
@@ -241,6 +250,8 @@ class Function(metaclass=FunctionMeta):
             t._version.value += 1
         if record:
             _link(ctx, edges, outputs)
+        if _APPLY_WRAPPERS:
+            _WATCHED.ctx = ctx
         return outputs if is_tuple else outputs[0]
 
 
@@ -249,6 +260,12 @@ class Function(metaclass=FunctionMeta):
 # no wrapper installed ``Function.apply`` is the plain method: watching costs nothing when nobody watches.
 _APPLY_WRAPPERS: list[Callable] = []
 _PLAIN_APPLY = Function.__dict__["apply"]
+_WATCHED = threading.local()  # ``ctx``: the ctx of this thread's latest call, kept while wrappers are installed
+
+
+def last_ctx() -> FunctionCtx | None:
+    """The ctx of this thread's latest ``Function.apply`` (for a wrapper, right after ``proceed`` returned)."""
+    return getattr(_WATCHED, "ctx", None)
 
 
 def _apply_wrapped(cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -290,8 +307,8 @@ def _tensor_class() -> type:
 
 
 def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
-    Tensor = _tensor_class()
-    if isinstance(value, np.ndarray) or hasattr(value, "__ember_device_array__"):
+    Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
+    if type(value) is np.ndarray or hasattr(value, "__ember_device_array__"):
         return Tensor._make(value)
     if isinstance(value, Tensor) and any(value is a for a in inputs) and not any(value is d for d in ctx._dirty):
         return value._alias()
@@ -308,7 +325,7 @@ def _edge(t: Any) -> tuple | None:
 
 
 def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
-    Tensor = _tensor_class()
+    Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
 
     ctx.next_functions = edges
     meta = []
@@ -316,10 +333,11 @@ def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
         if not isinstance(out, Tensor):
             meta.append(None)
             continue
-        meta.append((out.shape, out.dtype, out.device))
-        if any(out is t for t in ctx._non_differentiable) or not out.dtype.is_floating_point:
+        dtype = out.dtype
+        meta.append((out._array.shape, dtype, out.device))  # a plain tuple: a Size would be one more GC object
+        if not dtype.is_floating_point or (ctx._non_differentiable and any(out is t for t in ctx._non_differentiable)):
             continue
-        if any(out is t for t in ctx._dirty) and out._grad_fn is None and out._requires_grad:
+        if ctx._dirty and any(out is t for t in ctx._dirty) and out._grad_fn is None and out._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         out._grad_fn = ctx
         out._output_nr = i

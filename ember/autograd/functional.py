@@ -6,10 +6,13 @@ grad mode on, and ``_pullback`` pushes cotangents back through such a graph with
 turning gradients that do not exist into zeros (or, with ``strict=True``, into torch's error for that step).
 
 - ``vjp`` is a single pullback.
-- ``jvp`` pulls back a dummy cotangent ``u`` with ``create_graph=True``; the result ``J^T u`` is linear in
-  ``u``, so pulling ``v`` back through it to ``u`` gives ``J v``.
+- ``jvp`` pushes ``v`` forward with forward-mode AD (``forward_ad``). Where a graph of the result is wanted
+  (``create_graph``), in strict mode, or inside an open dual level, it pulls back a dummy cotangent ``u`` with
+  ``create_graph=True`` instead; the result ``J^T u`` is linear in ``u``, so pulling ``v`` back through it to ``u``
+  gives ``J v``.
 - ``jacobian`` pulls back the rows of the identity: one at a time, or all at once with ``vectorize=True``
-  (``grad(..., is_grads_batched=True)``).
+  (``grad(..., is_grads_batched=True)``); ``strategy="forward-mode"`` pushes its columns forward instead, one
+  forward-mode pass per input element.
 - ``hessian`` is the jacobian of the gradient; ``vhp`` pulls ``v`` back through the gradient and ``hvp`` does
   the same with the dummy-cotangent trick of ``jvp``.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from . import forward_ad
 from .grad_mode import enable_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -87,10 +91,13 @@ def _single_element(given_as_tuple: bool, outs: tuple, name: str) -> Any:
 
 def _fresh(t: Any, create_graph: bool, leaf_requires_grad: bool) -> Any:
     """A new tensor object for ``t``: still linked to the caller's graph when they want one, else a detached leaf
-    (so a tensor the function captures is never mistaken for its argument)."""
+    (so a tensor the function captures is never mistaken for its argument). A tangent of ``t`` stays with it, so
+    a jacobian pushed forward through these functions (forward-over-reverse hessian) sees it."""
     if create_graph and t.requires_grad:
         return t.view_as(t)
-    return t.detach().requires_grad_(leaf_requires_grad)
+    leaf = t.detach().requires_grad_(leaf_requires_grad)
+    tangent = forward_ad.get_tangent(t)
+    return leaf if tangent is None else forward_ad.make_dual(leaf, tangent)
 
 
 def _settle(grads: tuple, refs: tuple, batch: tuple, strict: bool, checks: tuple | None, create_graph: bool,
@@ -138,10 +145,10 @@ def _unwrap(value: tuple, outer: bool, inner: bool = True) -> Any:
 class _Call:
     """The user's function evaluated once, differentiably, at fresh copies of the inputs."""
 
-    def __init__(self, name: str, inputs: Any, create_graph: bool):
+    def __init__(self, name: str, inputs: Any, create_graph: bool, requires_grad: bool = True):
         self.name, self.create_graph = name, create_graph
         self.inputs_tuple, given = _tensors(inputs, "inputs", name)
-        self.inputs = tuple(_fresh(t, create_graph, True) for t in given)
+        self.inputs = tuple(_fresh(t, create_graph, requires_grad) for t in given)
 
     def run(self, func: Callable, strict: bool, scalar: bool = False) -> "_Call":
         self.outputs_tuple, self.outputs = _outputs(func(*self.inputs), self.name, strict)
@@ -199,7 +206,13 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
 
 
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False):
-    """``(func(*inputs), J v)``, the Jacobian-vector product, by pulling back twice."""
+    """``(func(*inputs), J v)``, the Jacobian-vector product: pushed forward in forward mode, or by pulling back
+    twice where the result must be differentiable, in strict mode, or inside an open dual level."""
+    if not (create_graph or strict or forward_ad._OPEN):
+        call = _Call("jvp", inputs, False, requires_grad=False)
+        v = call.vector(v, like_outputs=False)
+        tangents = tuple(t if t is not None else x.new_ones(tuple(x.shape)) for x, t in zip(call.inputs, v))
+        return call.result(_push_forward(call, func, (tangents,))[0], call.outputs_tuple)
     with enable_grad():
         call = _Call("jvp", inputs, create_graph)
         v = call.vector(v, like_outputs=False)
@@ -210,7 +223,63 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     return call.result(grads, call.outputs_tuple)
 
 
-def _no_forward_mode(create_graph: bool, strict: bool, vectorize: bool):
+def _push_forward(call: _Call, func: Callable, columns: Any) -> list:
+    """Run ``func`` once per column (one tangent per input) at dual inputs; per column, the outputs' tangents
+    (zeros for an output that does not depend on the inputs). ``call`` keeps the primal inputs and outputs."""
+    primals, pushed = call.inputs, []
+    with forward_ad.dual_level():
+        for column in columns:
+            call.inputs = tuple(forward_ad.make_dual(x, t) for x, t in zip(primals, column))
+            call.run(func, strict=False)
+            pushed.append(tuple(_tangent_or_zeros(out) for out in call.outputs))
+        call.outputs = tuple(out.detach() for out in call.outputs)
+    call.inputs = primals
+    return pushed
+
+
+def _tangent_or_zeros(out: Any) -> Any:
+    tangent = forward_ad.unpack_dual(out).tangent
+    return tangent if tangent is not None else out.new_zeros(tuple(out.shape))
+
+
+def _identity_columns(inputs: tuple) -> Any:
+    """The columns of the identity over all input elements, each split into one tangent per input."""
+    for j, x in enumerate(inputs):
+        for k in range(x.numel()):
+            column = [t.new_zeros(tuple(t.shape)) for t in inputs]
+            column[j].view(-1)[k] = 1
+            yield tuple(column)
+
+
+def _forward_jacobian(func: Callable, inputs: Any) -> Any:
+    """``jacobian(strategy="forward-mode")``: the identity's columns pushed forward, one pass per input element
+    (a loop over the columns, not one batched pass)."""
+    call = _Call("jacobian", inputs, False, requires_grad=False)
+    if any(x.numel() for x in call.inputs):
+        columns = _push_forward(call, func, _identity_columns(call.inputs))
+    else:
+        columns = []
+        call.run(func, strict=False)
+    spans, start = [], 0
+    for x in call.inputs:
+        spans.append((x, columns[start:start + x.numel()]))
+        start += x.numel()
+    blocks = tuple(tuple(_jacobian_block(out, o, x, cols) for x, cols in spans) for o, out in enumerate(call.outputs))
+    return _unwrap(blocks, call.outputs_tuple, call.inputs_tuple)
+
+
+def _jacobian_block(out: Any, o: int, x: Any, columns: list) -> Any:
+    """d out / d x shaped ``out.shape + x.shape``, from output ``o``'s tangent in each of ``x``'s columns."""
+    from ..tensor.joins import stack
+
+    shape = tuple(out.shape) + tuple(x.shape)
+    if not columns:
+        return out.new_zeros(shape)
+    return stack([c[o].reshape(-1) for c in columns], 1).reshape(shape)
+
+
+def _check_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> None:
+    """torch's errors for what forward-mode jacobians do not support."""
     if create_graph:
         raise NotImplementedError('ember.autograd.functional.jacobian: `create_graph=True` and '
                                   '`strategy="forward-mode"` are not supported together (yet). Please either set '
@@ -222,9 +291,6 @@ def _no_forward_mode(create_graph: bool, strict: bool, vectorize: bool):
     if not vectorize:  # sic: torch's message lacks the space
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
                                   "only implemented for `vectorize=True`.")
-    raise NotImplementedError('ember.autograd.functional.jacobian: strategy="forward-mode" needs forward-mode AD '
-                              '(ember.autograd.forward_ad), which ember does not have yet; use '
-                              'strategy="reverse-mode".')
 
 
 def _jacobian_rows(call: _Call, strict: bool, vectorize: bool) -> tuple:
@@ -261,7 +327,8 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
                              'function has more outputs than inputs, "forward-mode" tends to be more performant. '
                              'Otherwise, prefer to use "reverse-mode".')
     if strategy == "forward-mode":
-        _no_forward_mode(create_graph, strict, vectorize)
+        _check_forward_mode(create_graph, strict, vectorize)
+        return _forward_jacobian(func, inputs)
     with enable_grad():
         call = _Call("jacobian", inputs, create_graph).run(func, strict)
         if strict and vectorize:

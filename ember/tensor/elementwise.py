@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import opcodes as op
 from ..cpu_kernels import elementwise as cpu_elementwise
-from ..autograd import function as _function
+from ..autograd import forward_ad, function as _function
 from ..autograd.function import Function, FunctionCtx
 from ..autograd.grad_mode import is_grad_enabled
 from . import dtypes
@@ -261,7 +261,7 @@ class _Binary(Function):
             ctx.shapes = (shape_of(a), shape_of(b))
             ctx.save_for_backward(*(t if isinstance(t, Tensor) else None for t in (a, b)),
                                   result if cls.uses_output else None)
-            ctx.scalars = tuple(None if isinstance(t, Tensor) else t for t in (a, b))  # tensors only as saved
+            ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)  # tensors: saved
         return result
 
     @classmethod
@@ -284,13 +284,13 @@ class _Binary(Function):
             sum_to_shape(gb, ctx.shapes[1]) if gb is not None else None
 
 
-_SAME_DTYPE_CODES: dict[tuple[type, np.dtype], int | None] = {}
+_SAME_DTYPE_CODES: dict[tuple[type, str], int | None] = {}
 
 
 def _same_dtype_code(cls: type, np_dtype: np.dtype) -> int | None:
     """The op code when ``cls`` on two tensors of ``np_dtype`` computes and returns that dtype with nothing to
     validate (so the same-layout fast path applies); None otherwise. Worked out once per class and dtype."""
-    key = (cls, np_dtype)
+    key = (cls, np_dtype.char)  # hashing a character is cheaper than hashing a dtype
     if key not in _SAME_DTYPE_CODES:
         try:
             code, cdt, rdt = cls.select(dtypes.to_dtype(np_dtype))
@@ -606,7 +606,10 @@ def inplace(self: Tensor, name: str, compute: Callable[[Tensor], Tensor]) -> Ten
     """
     _check_inplace(self, name + "_")
     recording = is_grad_enabled()
-    result = compute(_snapshot(self) if recording else self)
+    before = _snapshot(self) if recording else self
+    if recording and _function._APPLY_WRAPPERS:
+        forward_ad.carry_tangent(self, before)
+    result = compute(before)
     if result.shape != self.shape:
         raise RuntimeError(
             f"{name}_(): output with shape {list(self.shape)} doesn't match the broadcast shape "
@@ -618,6 +621,8 @@ def inplace(self: Tensor, name: str, compute: Callable[[Tensor], Tensor]) -> Ten
     _check_no_internal_overlap(self)
     np.copyto(self._array, result._array, casting="unsafe")
     self._version.value += 1
+    if _function._APPLY_WRAPPERS:
+        forward_ad.after_inplace(self, result)
     if recording and result._requires_grad:
         from .views import rebase_history
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ...autograd import function as _function
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...cpu_kernels.layout import dense_flat, is_dense
@@ -140,7 +141,7 @@ def _activation(x: Tensor, name: str, kernel: str, params: tuple = (), inplace: 
     _require_float(x, kernel)
     if inplace:
         return ew.inplace(x, name, lambda s: _activation(s, name, kernel, params))
-    if x._requires_grad and is_grad_enabled():
+    if (x._requires_grad and is_grad_enabled()) or _function._APPLY_WRAPPERS:  # recorded, or watched
         return _Activation.apply(x, name, params)
     return Tensor._make(_run_activation("forward", name, [x._array], params, x.dtype))
 
@@ -457,7 +458,7 @@ def _softmax_op(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
         input = input.to(dtypes.to_dtype(dtype))
     _require_float(input, "log_softmax_lastdim_kernel_impl" if log else "softmax_lastdim_kernel_impl")
     d = _wrap_dim(int(dim), input.ndim)
-    if input._requires_grad and is_grad_enabled():
+    if (input._requires_grad and is_grad_enabled()) or _function._APPLY_WRAPPERS:  # recorded, or watched
         return _Softmax.apply(input, d, log)
     return Tensor._make(_Softmax.forward(_NO_RECORD, input, d, log))
 

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from ...autograd import function as _function
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...cpu_kernels.layout import dense_flat, is_dense
@@ -122,7 +123,7 @@ def _elementwise(input: Tensor, p: float, training: bool, inplace: bool, alpha: 
         constants = (1.0 / (1.0 - p) if p < 1 else 0.0, 0.0, 0.0)
 
     def compute(x: Tensor) -> Tensor:
-        if x._requires_grad and is_grad_enabled():
+        if (x._requires_grad and is_grad_enabled()) or _function._APPLY_WRAPPERS:  # recorded, or watched
             return _Dropout.apply(x, p, *constants)
         return Tensor._make(_Dropout.forward(_NO_RECORD, x, p, *constants))
 

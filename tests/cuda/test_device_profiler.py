@@ -20,8 +20,9 @@ def test_cuda_ops_get_device_time_and_cpu_ops_do_not():
         ember.ones(2, requires_grad=True) * 3
     device_muls = [e for e in prof.events() if e.name == "ember::mul" and e.device_index == 0]
     host_muls = [e for e in prof.events() if e.name == "ember::mul" and e.device_index == -1]
-    assert len(device_muls) == 1 and len(host_muls) == 1
-    assert device_muls[0].cuda_time_total > 0 and host_muls[0].cuda_time_total == 0
+    assert len(device_muls) == 3 and len(host_muls) == 1  # x * x, then MulBackward's two products (as torch counts)
+    assert [e.cpu_parent is None for e in device_muls].count(True) == 1
+    assert all(e.cuda_time_total > 0 for e in device_muls) and host_muls[0].cuda_time_total == 0
     for event in prof.events():
         assert 0 <= event.self_cuda_time_total <= event.cuda_time_total
     averages = prof.key_averages()

@@ -139,3 +139,4 @@ def _export_elementwise() -> None:
 
 
 _export_elementwise()
+_runtime.freeze_imported_objects()

@@ -21,3 +21,13 @@ def test_a_child_inheriting_the_chosen_threading_layer_runs_parallel_kernels():
     result = subprocess.run([sys.executable, "-c", PARALLEL_SUM], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == str(1 << 20)
+
+
+def test_importing_ember_freezes_the_imported_objects_unless_told_not_to():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    probe = "import gc, ember; print(gc.get_freeze_count())"
+    frozen = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert int(frozen.stdout) > 1000  # the modules' objects: full collections no longer walk them
+    env["EMBER_GC_FREEZE"] = "0"
+    kept = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert int(kept.stdout) == 0

@@ -26,10 +26,8 @@ def set_node_wrapper(wrapper: Callable | None) -> Callable | None:
     return previous
 
 
-def _children(node: Node):
-    for edge in node.next_functions:
-        if edge is not None:
-            yield edge[0]
+def _children(node: Node) -> list[Node]:
+    return [edge[0] for edge in node.next_functions if edge is not None]
 
 
 def _collect(roots: list[Node]) -> list[Node]:
@@ -39,7 +37,7 @@ def _collect(roots: list[Node]) -> list[Node]:
         if id(root) in seen:
             continue
         seen.add(id(root))
-        stack = [(root, iter(list(_children(root))))]
+        stack = [(root, iter(_children(root)))]
         while stack:
             node, it = stack[-1]
             child = next(it, None)
@@ -48,7 +46,7 @@ def _collect(roots: list[Node]) -> list[Node]:
                 order.append(node)
             elif id(child) not in seen:
                 seen.add(id(child))
-                stack.append((child, iter(list(_children(child)))))
+                stack.append((child, iter(_children(child))))
     order.reverse()
     return order
 
@@ -70,16 +68,17 @@ def _accumulate(buffer: list, index: int, grad: Any) -> None:
 
 
 def _check_grad(node: Node, index: int, grad: Any, target: Node, target_index: int) -> Any:
-    meta = target._output_meta[target_index] if target_index < len(target._output_meta) else None
+    metas = target._output_meta
+    meta = metas[target_index] if target_index < len(metas) else None
     if meta is None:
         return grad
     shape, dtype, device = meta
-    if grad.shape != shape:
+    if grad._array.shape != shape:
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {index} - got {list(grad.shape)} "
             f"but expected shape compatible with {list(shape)}"
         )
-    if grad.device != device:
+    if grad.device is not device and grad.device != device:
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - expected device "
                            f"{device} but got {grad.device}")
     if grad.dtype is not dtype:
@@ -128,7 +127,6 @@ def run_backward(
                     pending[id(child)] += 1
 
     buffers: dict[int, list] = {}
-    by_id = {id(n): n for n in order}
     for (node, index), grad in zip(roots, grads):
         if id(node) not in needed:
             continue
@@ -162,20 +160,25 @@ def run_backward(
             in_grads = call(node, buf)
             if not retain_graph:
                 node._release()
+            n_grads = len(in_grads)
             for i, edge in enumerate(node.next_functions):
                 if edge is None:
                     continue
                 child, child_index = edge
-                if id(child) not in needed:
+                child_id = id(child)
+                if child_id not in needed:
                     continue
-                g = in_grads[i] if i < len(in_grads) else None
+                g = in_grads[i] if i < n_grads else None
                 if g is not None:
                     g = _check_grad(node, i, g, child, child_index)
-                    child_buf = buffers.setdefault(id(child), [None] * max(1, len(child._output_meta)))
+                    child_buf = buffers.get(child_id)
+                    if child_buf is None:
+                        child_buf = buffers[child_id] = [None] * max(1, len(child._output_meta))
                     _accumulate(child_buf, child_index, g)
-                pending[id(child)] -= 1
-                if pending[id(child)] == 0:
-                    ready.append(by_id[id(child)])
+                left = pending[child_id] - 1
+                pending[child_id] = left
+                if left == 0:
+                    ready.append(child)
     finally:
         _set_enabled(prev_mode)
     if capture is None:
@@ -251,7 +254,7 @@ def _check_nan(node: Node, result: tuple) -> None:
 
 
 def _call_node(node: FunctionCtx, buf: list) -> tuple:
-    if node.materialize_grads:
+    if node.materialize_grads and None in buf:
         buf = [g if g is not None else _zeros_for(node, i) for i, g in enumerate(buf)]
     result = node._run_backward(tuple(buf))
     n_inputs = len(node.next_functions)

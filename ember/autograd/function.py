@@ -85,7 +85,7 @@ class AccumulateGrad(Node):
     def _output_meta(self) -> tuple:
         """Read from the leaf each time: ``leaf.data = ...`` (``Module.to``) may change its device or dtype."""
         v = self.variable
-        return ((v.shape, v.dtype, v.device),)
+        return ((v._array.shape, v.dtype, v.device),)
 
 
 _FREED_MESSAGE = (

@@ -110,7 +110,7 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...] | None) -> Tensor | None:
     """Undo broadcasting: sum ``grad`` down to ``shape`` (None for a Python-number operand)."""
     if shape is None:
         return None
-    if grad.shape == shape:
+    if grad._array.shape == shape:
         return grad
     lead = grad.ndim - len(shape)
     dims = tuple(range(lead)) + tuple(

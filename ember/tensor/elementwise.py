@@ -237,6 +237,7 @@ class _Binary(Function):
     kind: str = SAME
     grad: Callable | None = None
     uses_output = False
+    uses_inputs = True  # add and sub need neither input for their gradient: nothing is saved for them
 
     @classmethod
     def compute(cls, a: Any, b: Any) -> np.ndarray:
@@ -259,9 +260,10 @@ class _Binary(Function):
         result = Tensor._make(cls.compute(a, b))
         if ctx.needs_input_grad:
             ctx.shapes = (shape_of(a), shape_of(b))
-            ctx.save_for_backward(*(t if isinstance(t, Tensor) else None for t in (a, b)),
-                                  result if cls.uses_output else None)
-            ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)  # tensors: saved
+            if cls.uses_inputs:
+                ctx.save_for_backward(a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None,
+                                      result if cls.uses_output else None)
+                ctx.scalars = (None if isinstance(a, Tensor) else a, None if isinstance(b, Tensor) else b)
         return result
 
     @classmethod
@@ -276,9 +278,11 @@ class _Binary(Function):
 
     @classmethod
     def backward(cls, ctx, g: Tensor) -> tuple:
-        a, b, y = ctx.saved_tensors
-        a = ctx.scalars[0] if a is None else a
-        b = ctx.scalars[1] if b is None else b
+        a = b = y = None
+        if cls.uses_inputs:
+            a, b, y = ctx.saved_tensors
+            a = ctx.scalars[0] if a is None else a
+            b = ctx.scalars[1] if b is None else b
         ga, gb = cls.grad(a, b, y, g, ctx.needs_input_grad)
         return sum_to_shape(ga, ctx.shapes[0]) if ga is not None else None, \
             sum_to_shape(gb, ctx.shapes[1]) if gb is not None else None
@@ -303,7 +307,8 @@ def _same_dtype_code(cls: type, np_dtype: np.dtype) -> int | None:
 
 def _binary_class(name: str, code: int, kind: str, grad: Callable | None, **extra: Any) -> type:
     attrs = {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None,
-             "uses_output": name.lower() in ("div", "hypot", "pow", "copysign")}
+             "uses_output": name.lower() in ("div", "hypot", "pow", "copysign"),
+             "uses_inputs": name.lower() not in ("add", "sub")}
     attrs.update({k: classmethod(v) for k, v in extra.items()})
     cls = type(name, (_Binary,), attrs)
     cls.__doc__ = f"Elementwise {name.lower()} of two operands."

@@ -336,6 +336,25 @@ def _pow_validate(cls, a, b, arrays, cdt):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
+# Float powers torch computes by cheaper ops (its pow_tensor_scalar_optimized), so ember matches it bit for bit
+# and skips the transcendental ``pow``: x**2 = x*x, x**3 = x*x*x, x**0.5 = sqrt(x), x**-1 = 1/x.
+_POW_SHORTCUTS: dict[float, Callable[[Tensor], np.ndarray]] = {
+    2.0: lambda x: _BINARY_CLASSES["mul"].compute(x, x),
+    3.0: lambda x: _BINARY_CLASSES["mul"].compute(Tensor._make(_BINARY_CLASSES["mul"].compute(x, x)), x),
+    0.5: lambda x: _UNARY_CLASSES["sqrt"].forward(_NO_CTX, x)._array,
+    -1.0: lambda x: _BINARY_CLASSES["div"].compute(1.0, x),
+}
+
+
+def _pow_compute(cls, a, b):
+    """``a ** b``, through ``_POW_SHORTCUTS`` for a float32/float64 tensor and one of their exponents."""
+    if isinstance(a, Tensor) and type(b) in (int, float) and a.dtype in (dtypes.float32, dtypes.float64):
+        shortcut = _POW_SHORTCUTS.get(float(b))
+        if shortcut is not None:
+            return shortcut(a)
+    return _Binary.compute.__func__(cls, a, b)
+
+
 def _pow_grad(a, b, y, g, n):
     ga = gb = None
     if _needs(n, 0):
@@ -383,7 +402,7 @@ BINARY_OPS: dict[str, tuple] = {
     "trunc_divide": (op.TRUNC_DIV, SAME, lambda a, b, y, g, n: (g * 0, g * 0)),
 }
 _BINARY_EXTRA = {
-    "pow": {"select": _int_or_float(op.IPOW, op.POW), "validate": _pow_validate},
+    "pow": {"select": _int_or_float(op.IPOW, op.POW), "validate": _pow_validate, "compute": _pow_compute},
     "floor_divide": {"select": _int_or_float(op.IFLOOR_DIV, op.FLOOR_DIV), "validate": _check_int_divisor},
     "remainder": {"select": _int_or_float(op.IREMAINDER, op.REMAINDER), "validate": _check_int_divisor},
     "fmod": {"select": _int_or_float(op.IFMOD, op.FMOD), "validate": _check_int_divisor},

@@ -517,3 +517,16 @@ def test_diff_where_clamp_nan_to_num_vs_torch(torch_ref):
     c = a > 0
     np.testing.assert_array_equal(ember.where(ember.tensor(c), ea, 0.0).numpy(),
                                   torch_ref.where(torch_ref.from_numpy(c), ta, 0.0).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rounding_keeps_nan_inf_and_huge_values(dtype):
+    """Regression (fuzz): floor/ceil/round went through an int64 and gave -9.2e18 for inf, NaN and |x| >= 2**63;
+    pow took a huge even exponent for a non-integer one (NaN instead of inf); floor_divide(inf, y) was -9.2e18."""
+    a = np.array([np.inf, -np.inf, np.nan, 1e30, -1e30, -2.5, -0.5, 2.5], dtype=dtype)
+    t = ember.tensor(a)
+    for name, ref in (("floor", np.floor), ("ceil", np.ceil), ("round", np.round)):
+        np.testing.assert_array_equal(getattr(ember, name)(t).numpy(), ref(a))
+    np.testing.assert_array_equal(ember.pow(ember.tensor(np.array([-9.5], dtype=dtype)), 1e20).numpy(),
+                                  np.array([np.inf], dtype=dtype))
+    assert np.isnan(ember.floor_divide(ember.tensor(np.array([np.inf], dtype=dtype)), 8.0).numpy()).all()

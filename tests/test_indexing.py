@@ -648,3 +648,9 @@ def test_index_ops_against_torch():
         for e, t in ((ex, tx), (es, ts)):
             if t.grad is not None:
                 np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-10, err_msg=name)
+
+
+def test_take_with_0d_index_gives_0d():
+    """Regression (fuzz): take() with a 0-dim index returned shape (1,); torch gives the index's shape ()."""
+    out = fn("take")(ember.tensor([[1.0, 2.0], [3.0, 4.0]]), ember.tensor(2))
+    assert tuple(out.shape) == () and out.item() == 3.0

@@ -189,3 +189,9 @@ def test_view_grad_accumulates_overlap():
     y = ember.tensor([1.0, 2.0], requires_grad=True)
     y.expand(3, 2).sum().backward()
     assert y.grad.tolist() == [3.0, 3.0]
+
+
+def test_split_of_empty_dim_gives_one_empty_piece():
+    """Regression (fuzz): split(x, 2, dim) over a dim of size 0 returned no pieces; torch returns one empty piece."""
+    pieces = ember.split(ember.zeros(1, 0, 3), 2, 1)
+    assert len(pieces) == 1 and tuple(pieces[0].shape) == (1, 0, 3)

@@ -445,7 +445,7 @@ def _flat_key(op: str, x: Tensor, index: Tensor) -> Key:
 
 def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of ``input`` seen as 1-D, at ``index`` (result has ``index``'s shape)."""
-    return IndexGet.apply(input.reshape(-1), _flat_key("take", input, index))
+    return IndexGet.apply(input.reshape(-1), _flat_key("take", input, index)).reshape(index.shape)
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:

@@ -341,7 +341,7 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
         step = split_size_or_sections
         if step < 0 or (step == 0 and size != 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        sizes = [min(step, size - s) for s in range(0, size, step)] if step else [0]
+        sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]   # torch: one empty piece
     else:
         sizes = [int(s) for s in split_size_or_sections]
         if sum(sizes) != size:

@@ -265,7 +265,28 @@ class _Corrupt(Exception):
     """Raised inside the reader; ``load`` turns it into a RuntimeError that names the file."""
 
 
+def _bytes_left(f: BinaryIO) -> int | None:
+    """Bytes between the position and the end of ``f``, where it can tell: a forged length is then refused before
+    anything that size is allocated."""
+    try:
+        if not f.seekable():
+            return None
+        pos = f.tell()
+        end = f.seek(0, os.SEEK_END)
+        f.seek(pos)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return end - pos
+
+
+def _check_available(f: BinaryIO, n: int, what: str) -> None:
+    left = _bytes_left(f)
+    if left is not None and n > left:
+        raise _Corrupt(f"truncated ember file: {what} needs {n} bytes, the file has {left} left")
+
+
 def _read_exact(f: BinaryIO, n: int, what: str) -> np.ndarray:
+    _check_available(f, n, what)
     buf = np.empty(n, dtype=np.uint8)
     readinto = getattr(f, "readinto", None)
     if callable(readinto):
@@ -305,6 +326,7 @@ def _read_header(f: BinaryIO) -> dict:
     _, version, length, crc = _PREAMBLE.unpack(raw)
     if version > VERSION:
         raise _Corrupt(f"ember file format version {version} is newer than this ember reads ({VERSION})")
+    _check_available(f, length, "the header")
     header = f.read(length)
     if len(header) < length:
         raise _Corrupt(f"truncated ember file: the header needs {length} bytes, the file has {len(header)}")

@@ -275,7 +275,8 @@ def reduce(code: int, x: np.ndarray, dims: tuple[int, ...], out: np.ndarray) -> 
     if x.size:
         _fold_into(name, x, acc)
     if acc is not out:
-        np.copyto(out, acc, casting="unsafe")
+        with np.errstate(over="ignore"):  # a float64 sum past float32's range is inf, silently as in torch
+            np.copyto(out, acc, casting="unsafe")
 
 
 def _trailing_reduction(x: np.ndarray, acc: np.ndarray) -> bool:

@@ -18,6 +18,14 @@ _NAN = math.nan
 _INF = math.inf
 
 
+@inline
+def _ffloor(x):
+    """floor as a float: ``math.floor`` returns an int64, which is wrong for NaN, inf and |x| >= 2**63."""
+    if x != x or abs(x) >= 4503599627370496.0:   # NaN, inf, or a float already integral (>= 2**52)
+        return x
+    return float(math.floor(x))
+
+
 # ---------------------------------------------------------------- unary, any dtype
 @inline
 def neg(x):
@@ -46,7 +54,7 @@ def identity(x):
 
 @inline
 def relu(x):
-    return x if not x < 0 else x * 0
+    return x if not x < 0 else 0  # not x * 0, which is NaN at -inf; torch gives +0 there
 
 
 @inline
@@ -275,7 +283,7 @@ def erfinv(y):
 def lgamma(x):
     if x == _INF or x == -_INF:
         return _INF
-    if x <= 0 and x == math.floor(x):
+    if x <= 0 and x == _ffloor(x):
         return _INF
     return math.lgamma(x)
 
@@ -288,7 +296,7 @@ def digamma(x):
         return math.copysign(_INF, -x)
     result = 0.0
     if x < 0:
-        if x == math.floor(x):
+        if x == _ffloor(x):
             return _NAN
         # reflection: psi(1 - x) - psi(x) = pi / tan(pi x)
         result = -math.pi / math.tan(math.pi * x)
@@ -325,7 +333,7 @@ def _trigamma_positive(x):
 def trigamma(x):
     if x != x or x == -_INF:
         return _NAN
-    if x <= 0 and x == math.floor(x):
+    if x <= 0 and x == _ffloor(x):
         return _INF
     if x < 0:
         # reflection: psi1(x) + psi1(1 - x) = pi^2 / sin^2(pi x)
@@ -336,19 +344,19 @@ def trigamma(x):
 
 @inline
 def floor(x):
-    return math.floor(x)
+    return _ffloor(x)
 
 
 @inline
 def ceil(x):
-    return math.ceil(x)
+    return -_ffloor(-x)
 
 
 @inline
 def round_half_even(x):
     if x != x or x == _INF or x == -_INF:
         return x
-    r = math.floor(x)
+    r = _ffloor(x)
     diff = x - r
     if diff > 0.5 or (diff == 0.5 and r % 2 != 0):
         r += 1.0
@@ -490,7 +498,7 @@ def floor_divide(x, y):
         quot -= 1.0
     if quot == 0:
         return math.copysign(0.0, x / y)
-    fq = math.floor(quot)
+    fq = _ffloor(quot)
     if quot - fq > 0.5:
         fq += 1.0
     return fq
@@ -522,7 +530,7 @@ def fmod(x, y):
 def power(x, y):
     if y == 0:
         return 1.0
-    if x < 0 and y != math.floor(y):
+    if x < 0 and y != _ffloor(y):
         return _NAN
     if x == 0 and y < 0:
         return _INF
@@ -556,12 +564,15 @@ def xlogy(x, y):
 # ---------------------------------------------------------------- binary, integer
 @inline
 def int_floor_divide(x, y):
-    q = x // y
-    return q
+    if y == -1:  # the most negative x // -1 overflows (0 or a trap in LLVM); torch wraps it, as negation does
+        return -x
+    return x // y
 
 
 @inline
 def int_trunc_divide(x, y):
+    if y == -1:
+        return -x
     q = x // y
     if q < 0 and q * y != x:
         q += 1

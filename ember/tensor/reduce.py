@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections import namedtuple
 from typing import Any
 
@@ -48,7 +49,15 @@ def _reduce_array(code: int, x: Tensor, dims: tuple[int, ...], keepdim: bool, ou
     out = np.empty(_keep_shape(arr.shape, dims), dtype=store.np, like=arr)
     backend(x).reduce(code, arr, dims, out)
     out = out.reshape(_final_shape(arr.shape, dims, keepdim))
-    return out if store is out_dt else out.astype(out_dt.np)
+    if store is out_dt:
+        return out
+    with np.errstate(over="ignore"):  # a float16 result past 65504 is inf, silently as in torch
+        return out.astype(out_dt.np)
+
+
+def _accumulation_dtype(dt: dtypes.dtype) -> dtypes.dtype:
+    """torch computes float16 means, variances and norms in float32 and rounds once at the end."""
+    return dtypes.float32 if dt is dtypes.float16 else dt
 
 
 def _expand_back(g: Tensor, shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> Tensor:
@@ -96,8 +105,10 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
         )
     dims = reduce_dims(input, dim, "mean")
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
-    total = sum(input if out_dt is input.dtype else input.to(out_dt), dims, keepdim)
-    return total / count if count else total * float("nan")
+    acc_dt = _accumulation_dtype(out_dt)
+    total = sum(input if acc_dt is input.dtype else input.to(acc_dt), dims, keepdim)
+    result = total / count if count else total * float("nan")
+    return result.to(out_dt)
 
 
 def _torch_name(dt: dtypes.dtype) -> str:
@@ -251,10 +262,16 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return min_result(*_arg_extreme(input, op.A_MIN, dim, keepdim, "min"))
 
 
+def _check_flat_nonempty(input: Tensor, name: str) -> None:
+    """torch's argmax/argmin of an empty tensor without a dim is an IndexError (max/min's is a RuntimeError)."""
+    if input.numel() == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+
+
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum (in the flattened tensor when ``dim`` is None)."""
     if dim is None:
-        _check_nonempty(input, (), "argmax")
+        _check_flat_nonempty(input, "argmax")
         flat_index = _arg_extreme(input.reshape(-1), op.A_MAX, 0, False, "argmax")[1]
         return flat_index.reshape((1,) * input.ndim) if keepdim else flat_index
     return _arg_extreme(input, op.A_MAX, dim, keepdim, "argmax")[1]
@@ -263,7 +280,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum (in the flattened tensor when ``dim`` is None)."""
     if dim is None:
-        _check_nonempty(input, (), "argmin")
+        _check_flat_nonempty(input, "argmin")
         flat_index = _arg_extreme(input.reshape(-1), op.A_MIN, 0, False, "argmin")[1]
         return flat_index.reshape((1,) * input.ndim) if keepdim else flat_index
     return _arg_extreme(input, op.A_MIN, dim, keepdim, "argmin")[1]
@@ -295,10 +312,10 @@ def _float_input(input: Tensor, name: str) -> None:
                            f"Got {_torch_name(input.dtype)} instead.")
 
 
-def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-        correction: Any = None) -> Tensor:
-    """Variance over dims with Bessel's correction by default (``correction=1``)."""
-    _float_input(input, "var")
+def _variance(input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: Any, name: str) -> Tensor:
+    """Variance in the accumulation dtype (float32 for float16), so a constant input gives exactly 0."""
+    _float_input(input, name)
+    input = input.to(_accumulation_dtype(input.dtype))
     if isinstance(dim, bool) and unbiased is None:
         dim, unbiased = None, dim
     if correction is None:
@@ -308,13 +325,22 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     centered = input - mean(input, dims, keepdim=True)
     total = (centered * centered).sum(dims, keepdim=keepdim)
     denominator = count - correction
+    if denominator <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
     return total / (denominator if denominator > 0 else 0)
+
+
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    """Variance over dims with Bessel's correction by default (``correction=1``)."""
+    return _variance(input, dim, unbiased, keepdim, correction, "var").to(input.dtype)
 
 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Standard deviation: the square root of ``var``."""
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    return _variance(input, dim, unbiased, keepdim, correction, "std").sqrt().to(input.dtype)
 
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
@@ -330,11 +356,15 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepd
 
 
 class Norm2(Function):
-    """The Euclidean norm; its gradient is 0 (not NaN) at the zero vector, as in torch."""
+    """The Euclidean norm; its gradient is 0 (not NaN) at the zero vector, as in torch.
+
+    The squares add up in float64 and the root is taken there, so float32 and float16 inputs cannot overflow or
+    underflow on the way (torch's float32 norm of 3e37s is inf; this one is the true value)."""
 
     @staticmethod
     def forward(ctx, x, dims, keepdim):
-        result = Tensor._make(np.sqrt(_reduce_array(op.R_SUMSQ, x, dims, keepdim, x.dtype)))
+        sumsq = _reduce_array(op.R_SUMSQ, x, dims, keepdim, dtypes.float64)
+        result = Tensor._make(np.sqrt(sumsq).astype(x.dtype.np))
         if ctx.needs_input_grad:
             ctx.dims, ctx.keepdim = dims, keepdim
             ctx.save_for_backward(x, result)
@@ -350,14 +380,40 @@ class Norm2(Function):
         return g * x / where(y == 0, 1.0, y) * (y != 0), None, None
 
 
+class PNorm(Function):
+    """``sum(|x| ** p) ** (1 / p)`` for the p without a shortcut; its gradient is 0 where the norm is 0, as in torch
+    (the chain of pows would give 0 * inf = NaN there)."""
+
+    @staticmethod
+    def forward(ctx, x, p, dims, keepdim):
+        result = x.abs().pow(p).sum(dims, keepdim).pow(1.0 / p)
+        if ctx.needs_input_grad:
+            ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
+            ctx.save_for_backward(x, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g):
+        from .elementwise import where
+
+        x, y = ctx.saved_tensors
+        y = _expand_back(y, x.shape, ctx.dims, ctx.keepdim)
+        g = _expand_back(g, x.shape, ctx.dims, ctx.keepdim)
+        power = ctx.p - 1
+        grad = g * x.sign() * x.abs().pow(power) / where(y == 0, 1.0, y).pow(power)
+        return where(y == 0, 0.0, grad), None, None, None
+
+
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Vector p-norm over dims (``"fro"`` and 2 are the Euclidean norm)."""
     _float_input(input, "linalg.vector_norm")
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     dims = reduce_dims(input, dim, "norm")
+    if input.dtype is dtypes.float16:
+        return norm(input.to(dtypes.float32), p, dims, keepdim).to(dtypes.float16)
     if p in ("fro", 2, 2.0):
-        return Norm2.apply(input, dims, keepdim)
+        return _euclidean_norm(input, dims, keepdim)
     if p == float("inf"):
         return amax(input.abs(), dims, keepdim)
     if p == float("-inf"):
@@ -368,7 +424,32 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         return input.abs().sum(dims, keepdim)
     if isinstance(p, str):
         raise RuntimeError(f"norm(): unsupported norm type {p!r} for vector norms")
-    return input.abs().pow(p).sum(dims, keepdim).pow(1.0 / p)
+    return _scaled_by_max(input, dims, keepdim, lambda x: PNorm.apply(x, p, dims, keepdim))
+
+
+def _euclidean_norm(input: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    """The 2-norm; float64 rows whose squares overflow (1e200) or underflow (1e-200) are computed rescaled."""
+    plain = Norm2.apply(input, dims, keepdim)
+    if input.dtype is not dtypes.float64 or input.numel() == 0:
+        return plain
+    edge = float(np.sqrt(np.finfo(np.float64).tiny))
+    if not bool((plain.isinf() | (plain < edge)).any()):
+        return plain
+    return _scaled_by_max(input, dims, keepdim, lambda x: Norm2.apply(x, dims, keepdim))
+
+
+def _scaled_by_max(input: Tensor, dims: tuple[int, ...], keepdim: bool, norm_of: Any) -> Tensor:
+    """``norm_of(input / max|input|) * max|input|``: a p-norm is homogeneous, so this is the same value without
+    the overflow or underflow of the powers in between (the scale is a constant to autograd, which is exact
+    because the gradient of a homogeneous norm does not change under scaling)."""
+    from .elementwise import where
+
+    if input.numel() == 0:
+        return norm_of(input)
+    scale = amax(input.abs(), dims, keepdim=True).detach()
+    scale = where((scale == 0) | scale.isinf(), 1.0, scale)
+    result = norm_of(input / scale)
+    return result * (scale if keepdim or not dims else scale.squeeze(dims))
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:

@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from .. import opcodes as op
+from . import host_cache
 from .codegen import KernelSet
 from .layout import collapse, dense_flat, element_strides, flat_buffer, is_dense
 
@@ -203,7 +204,7 @@ def binary_same_layout(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | 
     n = a.size
     if not parallel_pays(n) and code in _SMALL_UFUNCS and a.dtype.kind != "b":
         return _SMALL_UFUNCS[code](a, b)
-    out = np.empty(a.shape, a.dtype)
+    out = host_cache.empty(a.shape, a.dtype)
     if n:
         serial, parallel, _ = _kernels(BINARY, code)
         (parallel if parallel_pays(n) else serial)(a.reshape(-1), 1, b.reshape(-1), 1, out.reshape(-1))

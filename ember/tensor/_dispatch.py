@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import cpu_kernels
+from ..cpu_kernels import host_cache
 from . import dtypes
 from .tensor import Tensor
 
@@ -125,11 +126,11 @@ def empty_like_layout(template: np.ndarray | None, shape: tuple[int, ...], dt: d
                       like: Any = None) -> np.ndarray:
     """A new array of ``shape`` on ``like``'s device (the CPU when None); keeps ``template``'s memory order
     (e.g. channels_last) when shapes agree."""
-    if template is not None and template.shape == shape and template.ndim > 1:
+    if template is not None and template.shape == shape and template.ndim > 1 and not template.flags.c_contiguous:
         return np.empty_like(template, dtype=dt.np, order="K")
     if on_device(like):
         return np.empty(shape, dtype=dt.np, like=like)
-    return np.empty(shape, dtype=dt.np)
+    return host_cache.empty(shape, dt.np)
 
 
 def compute_dtype(dt: dtypes.dtype) -> dtypes.dtype:

@@ -322,3 +322,25 @@ TORCH_CASES = {
 def test_against_torch(name, torch_ref):
     f, shapes = TORCH_CASES[name]
     check_against_torch(torch_ref, f, shapes, rtol=1e-10, atol=1e-10)
+
+
+# ---- matmul / bmm / addmm dtype checks agreeing with torch (issue 8) -------------------------------------------------
+def test_bmm_path_allows_mixed_dtypes_only_with_nothing_to_compute():
+    """torch's bmm checks dtypes in its kernel: an empty result or contraction gives zeros in mat2's dtype."""
+    L, D = ember.int64, ember.float64
+    out = ember.matmul(ember.ones(2, 2, dtype=L), ember.ones(3, 2, 2, 0, dtype=D))
+    assert out.shape == (3, 2, 2, 0) and out.dtype is D
+    out = ember.bmm(ember.ones(3, 2, 0, dtype=D), ember.ones(3, 0, 2, dtype=L))
+    assert out.dtype is L and out.tolist() == [[[0, 0], [0, 0]]] * 3
+    with pytest.raises(RuntimeError, match="matmul: expected scalar type Long but found Double"):
+        ember.matmul(ember.ones(2, 2, dtype=L), ember.ones(3, 2, 2, 1, dtype=D))
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):   # folded into mm
+        ember.matmul(ember.ones(0, 2, 2, dtype=L), ember.ones(2, 2, dtype=D))
+
+
+def test_addmm_needs_one_dtype():
+    f, d = ember.ones(2, 2), ember.ones(2, 2, dtype=ember.float64)
+    with pytest.raises(RuntimeError, match="addmm: self and mat2 must have the same dtype, but got Double and Float"):
+        ember.addmm(d, f, f, beta=0)
+    with pytest.raises(RuntimeError, match="addmm: mat1 and mat2 must have the same dtype, but got Double and Float"):
+        ember.addmm(f, d, f)

@@ -548,3 +548,44 @@ def test_simd_unary_ops_equal_numpy_on_any_layout_and_size(name, dtype):
         with np.errstate(all="ignore"):
             want = getattr(np, name)(x)
         np.testing.assert_array_equal(got, want)
+
+
+# ---- argument checks agreeing with torch (issue 8) -------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["maximum", "minimum", "atan2", "hypot", "logical_and", "fmax"])
+def test_tensor_only_binaries_refuse_numbers(name):
+    x = ember.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'other' \(position 2\) must be Tensor, not int"):
+        getattr(ember, name)(x, 2)
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'input' \(position 1\) must be Tensor, not float"):
+        getattr(ember, name)(2.0, x)
+    assert getattr(ember, name)(x, ember.tensor(1.5)).shape == (2,)
+
+
+@pytest.mark.parametrize("a, b", [("bool", 1), ("float", True), ("float", "bool"), ("bool", "float")])
+def test_sub_refuses_any_bool_operand(a, b):
+    make = {"bool": ember.tensor([True, False]), "float": ember.tensor([1.0, 2.0])}
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool tensor is not supported"):
+        ember.sub(make.get(a, a), make.get(b, b) if isinstance(b, str) else b)
+    with pytest.raises(RuntimeError, match="with a bool tensor"):
+        ember.sub(ember.tensor([1.0]), ember.tensor([True]), alpha=2)
+
+
+def test_clamp_bool_only_against_one_tensor_bound():
+    b = ember.tensor([True, False])
+    assert ember.clamp(b, min=ember.tensor(True)).tolist() == [True, True]
+    for kw, kernel in (({"min": True}, "clamp_min_scalar_cpu"), ({"max": True}, "clamp_max_scalar_cpu"),
+                       ({"min": False, "max": True}, "clamp_scalar_cpu"), ({"min": b, "max": b}, "clamp_cpu")):
+        with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for \'Bool\''):
+            ember.clamp(b, **kw)
+    with pytest.raises(TypeError, match="clamp"):
+        ember.clamp(b, min=b, max=True)
+    assert ember.clamp(b, min=1).dtype is ember.int64
+
+
+def test_lerp_needs_end_and_weight_in_input_dtype():
+    x = ember.tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="lerp: expected dtype float for `end` but got dtype double"):
+        ember.lerp(x, x.double(), 0.5)
+    with pytest.raises(RuntimeError, match="lerp: expected dtype float for `weight` but got dtype double"):
+        ember.lerp(x, x, ember.tensor([0.5, 0.5], dtype=ember.float64))
+    assert ember.lerp(x, x * 3, ember.tensor(0.5, dtype=ember.float64)).tolist() == [2.0, 4.0]

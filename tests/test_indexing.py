@@ -202,7 +202,7 @@ def test_op_errors():
         (lambda: fn("index_add")(x, 0, T([0]), ember.ones(1, 4, dtype=ember.float64)), RuntimeError, "same scalar"),
         (lambda: fn("index_add")(x, 0, T([0]), ember.ones(2, 4)), RuntimeError, "Number of indices \\(1\\)"),
         (lambda: fn("index_add")(x, 0, T([0]), ember.ones(1, 5)), RuntimeError, "source tensor shape must match"),
-        (lambda: fn("index_add")(x, 0, T([3]), ember.ones(1, 4)), RuntimeError, "index 3 is out of bounds"),
+        (lambda: fn("index_add")(x, 0, T([3]), ember.ones(1, 4)), IndexError, "index 3 is out of bounds"),
         (lambda: fn("index_copy")(x, 0, T([5]), ember.ones(1, 4)), IndexError, "index_copy_\\(\\): index 5"),
         (lambda: fn("index_fill")(x, 0, T([5]), 1), IndexError, "index 5 is out of bounds"),
         (lambda: fn("index_fill")(x, 0, T([1]), ember.ones(1)), RuntimeError, "0-dimensional value tensor"),
@@ -344,12 +344,13 @@ def test_index_ops_match_numpy(shape, seed, n):
     np.testing.assert_array_equal(fn("index_select")(x, dim, i).numpy(), np.take(a, pos, axis=dim))
     expected = a.copy()
     np.add.at(expected, (slice(None),) * dim + (pos,), 2 * src)
-    np.testing.assert_allclose(fn("index_add")(x, dim, i, s, alpha=2).numpy(), expected, rtol=1e-12)
+    # torch's index_add takes no negative index
+    np.testing.assert_allclose(fn("index_add")(x, dim, T(pos), s, alpha=2).numpy(), expected, rtol=1e-12)
     unique = np.unique(pos)
     first = np.array([np.flatnonzero(pos == u)[-1] for u in unique], dtype=np.int64)
     expected = a.copy()
     expected[(slice(None),) * dim + (unique,)] = np.take(src, first, axis=dim)
-    np.testing.assert_array_equal(fn("index_copy")(x, dim, i, s).numpy(), expected)
+    np.testing.assert_array_equal(fn("index_copy")(x, dim, T(pos), s).numpy(), expected)
     expected = a.copy()
     expected[(slice(None),) * dim + (pos,)] = -3.5
     np.testing.assert_array_equal(fn("index_fill")(x, dim, i, -3.5).numpy(), expected)
@@ -654,3 +655,31 @@ def test_take_with_0d_index_gives_0d():
     """Regression (fuzz): take() with a 0-dim index returned shape (1,); torch gives the index's shape ()."""
     out = fn("take")(ember.tensor([[1.0, 2.0], [3.0, 4.0]]), ember.tensor(2))
     assert tuple(out.shape) == () and out.item() == 3.0
+
+
+# ---- argument checks agreeing with torch (issue 8) -------------------------------------------------------------------
+def test_masked_fill_refuses_numbers_the_dtype_cannot_hold():
+    mask = ember.tensor([True, False])
+    for dt, value, name in ((ember.int64, float("inf"), "int64_t"), (ember.int64, float("nan"), "int64_t"),
+                            (ember.int8, 128, "int8_t"), (ember.int32, 1e20, "int"), (ember.float16, 1e10, "c10::Half"),
+                            (ember.uint8, -256, "uint8_t")):
+        with pytest.raises(RuntimeError, match=f"value cannot be converted to type {name} without overflow"):
+            ember.masked_fill(ember.tensor([1, 2], dtype=dt), mask, value)
+    assert ember.masked_fill(ember.tensor([1, 2], dtype=ember.uint8), mask, -1).tolist() == [255, 2]
+    assert ember.masked_fill(ember.tensor([1.0, 2.0]), mask, float("inf")).tolist() == [float("inf"), 2.0]
+
+
+def test_empty_index_skips_gather_and_scatter_checks():
+    x = ember.ones(3, 3)
+    index = ember.zeros(3, 0, 1, dtype=ember.int64)
+    assert ember.gather(x, 0, index).shape == (3, 0, 1)
+    assert ember.scatter(x, 0, index, ember.zeros(3, 0, 1)).tolist() == x.tolist()
+    assert ember.scatter_add(x, 0, ember.zeros(0), ember.zeros(0)).tolist() == x.tolist()
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.gather(x, 5, index)
+
+
+def test_index_add_out_of_range_is_an_index_error():
+    for bad in (5, -1):
+        with pytest.raises(IndexError, match=f"index_add\\(\\): index {bad} is out of bounds for dimension 0"):
+            ember.index_add(ember.ones(3), 0, ember.tensor([bad]), ember.ones(1))

@@ -134,7 +134,7 @@ def test_repeat_tile_match_numpy(shape, data):
     t, a = make_layout(a, data.draw(st.sampled_from(["contiguous", "transpose", "expand"])))
     extra = data.draw(st.integers(0, 2))
     reps = tuple(data.draw(st.integers(0, 3)) for _ in range(len(shape) + extra))
-    check(method(t, "repeat", *reps), np.tile(a, reps))
+    check(method(t, "repeat", reps), np.tile(a, reps))   # a tuple: torch's repeat() needs an argument
     dims = tuple(data.draw(st.integers(0, 3)) for _ in range(data.draw(st.integers(0, len(shape) + 1))))
     check(fn("tile")(t, dims), np.tile(a, dims))
     if dims:
@@ -425,3 +425,8 @@ TORCH_CASES = {
 def test_against_torch(name, torch_ref):
     f, shapes = TORCH_CASES[name]
     check_against_torch(torch_ref, f, shapes, rtol=1e-12)
+
+
+def test_stack_checks_the_dim_before_the_shapes():
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got -4"):
+        ember.stack([ember.ones(2), ember.ones(0, 2)], -4)

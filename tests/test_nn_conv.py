@@ -372,3 +372,23 @@ def test_small_cnn_gradients_match_torch(torch_ref):
     np.testing.assert_allclose(loss_e.item(), loss_t.item(), rtol=1e-10)
     for p, q in zip(ours.parameters(), theirs.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ---- argument checks agreeing with torch (issue 8) -------------------------------------------------------------------
+def test_empty_batch_convolves_a_weight_of_another_dtype():
+    out = F.conv2d(ember.ones(0, 2, 6, 2), ember.ones(2, 2, 3, 1, dtype=ember.float64), stride=2, padding=1)
+    assert out.shape == (0, 2, 3, 2) and out.dtype is ember.float32
+    out = F.conv_transpose1d(ember.ones(0, 2, 3), ember.ones(2, 3, 2, dtype=ember.float64))
+    assert out.shape == (0, 3, 4) and out.dtype is ember.float32
+    with pytest.raises(RuntimeError, match="Input type \\(float\\) and bias type \\(double\\) should be the same"):
+        F.conv1d(ember.ones(0, 2, 6), ember.ones(2, 2, 3), ember.ones(2, dtype=ember.float64))
+    with pytest.raises(RuntimeError, match="should be the same"):
+        F.conv1d(ember.ones(1, 2, 6), ember.ones(2, 2, 3, dtype=ember.float64))
+
+
+def test_empty_input_needs_an_empty_batch_or_channels():
+    with pytest.raises(RuntimeError, match=r"conv1d: Only zero batch or zero channel inputs are supported, but got "
+                                           r"input shape: \[1, 4, 1, 0\]"):
+        F.conv1d(ember.ones(1, 4, 0), ember.ones(3, 4, 1), padding=1)
+    with pytest.raises(RuntimeError, match=r"conv2d: Only zero batch .* \[1, 4, 0, 3\]"):
+        F.conv2d(ember.ones(1, 4, 0, 3), ember.ones(3, 4, 1, 1), padding=1)

@@ -227,3 +227,10 @@ def test_embedding_bag_module(torch_ref):
     out = ours(ember.tensor(BAG_INPUT), ember.tensor([0, 4]))
     ref = theirs(torch_ref.tensor(BAG_INPUT), torch_ref.tensor([0, 4]))
     np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+
+
+def test_embedding_with_no_rows_refuses_any_index():
+    with pytest.raises(RuntimeError, match="embedding\\(\\): index_select\\(\\): self indexing axis dim should be "
+                                           "positive"):
+        F.embedding(ember.tensor(0, dtype=ember.int32), ember.ones(0, 1))
+    assert F.embedding(ember.zeros(0, dtype=ember.int64), ember.ones(0, 3)).shape == (0, 3)

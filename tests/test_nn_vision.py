@@ -292,3 +292,27 @@ def test_layers_match_torch(torch_ref, name, args, shape):
 def test_circular_pad_layer_checks_dims():
     with pytest.raises(ValueError, match="expected 3D or 4D input"):
         nn.CircularPad2d(1)(ember.zeros(2, 3))
+
+
+# ---- NaN/inf in linear interpolation (issue 8) ----------------------------------------------------------------------
+@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("size", [(1, 5), (1, 3), (2, 3), (5, 2)])
+def test_linear_interpolation_reads_only_the_two_neighbours(align_corners, size):
+    """A NaN/inf elsewhere in the row does not reach an output (torch's values, written out)."""
+    nan, inf = float("nan"), float("inf")
+    x = ember.tensor([[[[1.0, nan, 3.0]], [[0.5, inf, -1.0]]]])
+    out = F.interpolate(x, size=size, mode="bilinear", align_corners=align_corners)
+    expected = {(1, 5): [[nan, nan, nan, nan, 3.0], [nan, nan, nan, nan, -1.0]],
+                (1, 3): [[1.0, nan, 3.0], [0.5, nan, -1.0]],
+                (2, 3): [[1.0, nan, 3.0] * 2, [0.5, nan, -1.0] * 2]}
+    if size in expected:
+        np.testing.assert_allclose(out.numpy().reshape(2, -1), np.array(expected[size]), equal_nan=True)
+    torch = pytest.importorskip("torch")
+    theirs = torch.nn.functional.interpolate(torch.tensor(x.numpy()), size=size, mode="bilinear",
+                                             align_corners=align_corners)
+    np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-6, equal_nan=True)
+
+
+def test_interpolate_refuses_an_empty_input():
+    with pytest.raises(RuntimeError, match="interpolate: Input and output sizes should be greater than 0"):
+        F.interpolate(ember.ones(1, 3, 0, 1), size=(2, 3))

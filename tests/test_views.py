@@ -195,3 +195,47 @@ def test_split_of_empty_dim_gives_one_empty_piece():
     """Regression (fuzz): split(x, 2, dim) over a dim of size 0 returned no pieces; torch returns one empty piece."""
     pieces = ember.split(ember.zeros(1, 0, 3), 2, 1)
     assert len(pieces) == 1 and tuple(pieces[0].shape) == (1, 0, 3)
+
+
+# ---- argument checks agreeing with torch (issue 8) -------------------------------------------------------------------
+def test_zero_dim_views_check_their_dims():
+    s = ember.tensor(1.5)
+    for call in (lambda: s.transpose(0, 1), lambda: s.flatten(0, -2), lambda: s.movedim(1, 0)):
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-1, 0\]"):
+            call()
+    assert s.transpose(0, -1).item() == 1.5 and s.movedim(0, 0).shape == () and s.flatten().shape == (1,)
+
+
+@pytest.mark.parametrize("name, arg", [("permute", "dims"), ("expand", "size"), ("repeat", "repeats")])
+def test_size_methods_need_an_argument(name, arg):
+    x = ember.ones(3)
+    with pytest.raises(TypeError, match=f'{name}\\(\\) missing 1 required positional arguments: "{arg}"'):
+        getattr(x, name)()
+    assert getattr(ember.tensor(2.0), name)(()).shape == ()
+
+
+def test_narrow_checks_in_torchs_order():
+    x = ember.ones(1)
+    with pytest.raises(RuntimeError, match="narrow\\(\\): length must be non-negative"):
+        x.narrow(-2, -4, -1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.narrow(-2, -4, 1)
+    with pytest.raises(IndexError, match=r"start out of range \(expected to be in range of \[-3, 3\], but got -4\)"):
+        ember.ones(3).narrow(0, -4, 1)
+    with pytest.raises(RuntimeError, match="narrow\\(\\) cannot be applied to a 0-dim tensor"):
+        ember.tensor(1.0).narrow(0, 0, 1)
+    assert ember.arange(3).narrow(0, -2, 2).tolist() == [1, 2]
+
+
+def test_as_strided_negative_size_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match=r"as_strided: Storage size calculation overflowed with sizes=\[-1\]"):
+        ember.tensor(1.0).as_strided((-1,), (3,), 0)
+
+
+def test_writing_through_an_expanded_tensor_reaches_every_alias():
+    base = ember.tensor([[3, 10]])
+    x = base.expand(3, 2)
+    x[-1] = 0
+    assert base.tolist() == [[0, 0]] and x.tolist() == [[0, 0]] * 3
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single"):
+        x[:, 0] = 5

@@ -236,6 +236,6 @@ def _legacy_constructor(self: Tensor, *args: Any, **kwargs: Any) -> None:
         source = tensor(args[0], dtype=dtypes.get_default_dtype())
     else:
         source = empty(*args, **kwargs) if args else empty(0)
-    for slot in ("_array", "_version", "_requires_grad", "_grad_fn", "_output_nr", "grad", "_accumulator",
+    for slot in ("_array", "_version", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_accumulator",
                  "_retains_grad", "_base", "_view_fn"):
         setattr(self, slot, getattr(source, slot))

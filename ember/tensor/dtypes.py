@@ -50,6 +50,11 @@ ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
 FLOAT_DTYPES = (float16, float32, float64)
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
+# torch's two spellings of a dtype in its messages: the ScalarType name and the C++ type name
+SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                     "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+                  "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 ALIASES = {
     "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
     "short": int16, "uint8": uint8, "bool": bool,

@@ -34,8 +34,7 @@ def _float_of(dt: dtypes.dtype) -> dtypes.dtype:
 
 
 def _dtype_name(dt: dtypes.dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[dt.name]
+    return dtypes.SCALAR_TYPE_NAMES[dt.name]
 
 
 def _types(name: str, kind: str, promoted: dtypes.dtype) -> tuple[dtypes.dtype, dtypes.dtype]:
@@ -429,16 +428,41 @@ def _check_operand(name: str, x: Any, position: int) -> None:
         )
 
 
-def binary(name: str, a: Any, b: Any) -> Tensor:
-    """Apply the binary op ``name`` with broadcasting and torch's type promotion."""
-    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # two tensors: the common case needs no check
-        _check_operand(name, a, 1)
-        _check_operand(name, b, 2)
-    if name == "sub" and _is_bool(a) and _is_bool(b):
+# Ops whose operands must both be tensors (torch has no Scalar overload for them).
+_TENSOR_ONLY = frozenset({"atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
+                          "logical_xor"})
+
+
+def _check_tensor_operands(name: str, a: Any, b: Any) -> None:
+    for position, (arg, x) in enumerate((("input", a), ("other", b)), start=1):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {type(x).__name__}")
+
+
+def _check_sub_operands(a: Any, b: Any) -> None:
+    """torch refuses bool operands in subtraction (a tensor or a Python bool)."""
+    a_bool, b_bool = _is_bool(a), _is_bool(b)
+    if a_bool and b_bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
             "`logical_xor()` operator instead."
         )
+    if a_bool or b_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+            "use the `~` or `logical_not()` operator instead."
+        )
+
+
+def binary(name: str, a: Any, b: Any) -> Tensor:
+    """Apply the binary op ``name`` with broadcasting and torch's type promotion."""
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # two tensors: the common case needs no check
+        if name in _TENSOR_ONLY:
+            _check_tensor_operands(name, a, b)
+        _check_operand(name, a, 1)
+        _check_operand(name, b, 2)
+    if name == "sub":
+        _check_sub_operands(a, b)
     cls = _BINARY_CLASSES[name]
     if (cls.grad is not None and is_grad_enabled() and (getattr(a, "_requires_grad", False)
                                                        or getattr(b, "_requires_grad", False))) \
@@ -458,6 +482,8 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
+    if alpha != 1:
+        _check_sub_operands(input, other)  # before ``alpha * other`` turns a bool into a number
     return binary("sub", input, other if alpha == 1 else mul(other, alpha))
 
 
@@ -528,10 +554,11 @@ class Clamp(Function):
     @staticmethod
     def forward(ctx, x, lo, hi):
         rdt = dtypes.result_type_of((x, lo, hi))
+        _check_clamp_dtype(rdt, lo, hi)
         cdt = compute_dtype(rdt)
-        bound = np.inf if cdt.is_floating_point else np.iinfo(cdt.np).max
-        lo_a = as_array(lo, cdt) if lo is not None else np.array(-bound if cdt.is_floating_point else np.iinfo(cdt.np).min, cdt.np)
-        hi_a = as_array(hi, cdt) if hi is not None else np.array(bound, cdt.np)
+        lowest, highest = _dtype_limits(cdt)
+        lo_a = as_array(lo, cdt) if lo is not None else np.array(lowest, cdt.np)
+        hi_a = as_array(hi, cdt) if hi is not None else np.array(highest, cdt.np)
         shape = broadcast_shapes(x.shape, shape_of(lo) or (), shape_of(hi) or (), op="clamp")
         arrays = [as_array(x, cdt), lo_a, hi_a]
         out = _run(backend(x).ternary, op.CLAMP, arrays, shape, cdt, rdt)
@@ -555,10 +582,39 @@ class Clamp(Function):
         return gx, glo, ghi
 
 
+def _dtype_limits(dt: dtypes.dtype) -> tuple[Any, Any]:
+    """The lowest and highest value of ``dt`` (the bound an absent clamp limit stands for)."""
+    if dt.is_floating_point:
+        return -np.inf, np.inf
+    if dt is dtypes.bool:
+        return False, True
+    info = np.iinfo(dt.np)
+    return info.min, info.max
+
+
+def _check_clamp_dtype(rdt: dtypes.dtype, lo: Any, hi: Any) -> None:
+    """torch clamps bool only against one tensor bound; number bounds and two tensor bounds have no kernel."""
+    if rdt is not dtypes.bool:
+        return
+    bounds = [b for b in (lo, hi) if b is not None]
+    if len(bounds) == 1 and isinstance(bounds[0], Tensor):
+        return
+    if isinstance(bounds[0], Tensor):
+        kernel = "clamp_cpu"
+    elif len(bounds) == 2:
+        kernel = "clamp_scalar_cpu"
+    else:
+        kernel = "clamp_min_scalar_cpu" if hi is None else "clamp_max_scalar_cpu"
+    raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's names
     """Limit values to [min, max] (NaN propagates)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if min is not None and max is not None and isinstance(min, Tensor) != isinstance(max, Tensor):
+        raise TypeError(f"clamp(): min and max must both be tensors or both be numbers, got min="
+                        f"{type(min).__name__} and max={type(max).__name__}")
     return Clamp.apply(input, min, max)
 
 
@@ -588,8 +644,17 @@ class Lerp(Function):
         return gs, ge, gw
 
 
+def _check_lerp_dtypes(input: Tensor, end: Any, weight: Any) -> None:
+    """torch's lerp computes in ``input``'s dtype: ``end`` (and a weight tensor of dim > 0) must match it."""
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not input.dtype and (name == "end" or other.ndim):
+            raise RuntimeError(f"lerp: expected dtype {dtypes.CPP_TYPE_NAMES[input.dtype.name]} for `{name}` but got "
+                               f"dtype {dtypes.CPP_TYPE_NAMES[other.dtype.name]}")
+
+
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation between ``input`` and ``end``."""
+    _check_lerp_dtypes(input, end, weight)
     return Lerp.apply(input, end, weight)
 
 

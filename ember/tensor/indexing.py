@@ -238,7 +238,33 @@ def _value_tensor(value: Any, dt: dtypes.dtype) -> Tensor:
     """``value`` (number, sequence or tensor) as a tensor of dtype ``dt``; a tensor keeps its graph."""
     if isinstance(value, Tensor):
         return value if value.dtype is dt else value.to(dt)
+    if isinstance(value, (int, float, np.number)):
+        check_number_fits(value, dt)
     return Tensor._make(np.asarray(np.asarray(value).astype(dt.np)))
+
+
+_C10_TYPE_NAMES = {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t",
+                   "float64": "double", "float32": "float", "float16": "c10::Half"}
+
+
+def check_number_fits(value: Any, dt: dtypes.dtype) -> None:
+    """torch's check when a Python number is written into a tensor of ``dt``: out-of-range values (NaN and inf for
+    integers) raise instead of wrapping; a negative integer may wrap into an unsigned dtype, as in c10."""
+    if dt is dtypes.bool or isinstance(value, (bool, np.bool_)):
+        return
+    if dt.is_floating_point:
+        limits = np.finfo(dt.np)
+        number = float(value)
+        overflows = math.isfinite(number) and not float(limits.min) <= number <= float(limits.max)
+    elif isinstance(value, (int, np.integer)):
+        limits = np.iinfo(dt.np)
+        lowest = -int(limits.max) if limits.min == 0 else int(limits.min)
+        overflows = not lowest <= int(value) <= int(limits.max)
+    else:
+        limits = np.iinfo(dt.np)
+        overflows = not float(limits.min) <= float(value) <= float(limits.max)   # NaN fails too
+    if overflows:
+        raise RuntimeError(f"value cannot be converted to type {_C10_TYPE_NAMES[dt.name]} without overflow")
 
 
 def _basic_view_key(key: Any) -> tuple:
@@ -294,15 +320,15 @@ def _index_array(op: str, index: Any, allowed: tuple = (np.int64, np.int32), mes
 
 
 def _vector_key(op: str, x: Tensor, dim: int, index: Tensor, error: type, prefix: str = "",
-                vector_message: str | None = None, **kw: Any) -> tuple[int, Key]:
-    """Check a 0-d/1-d index into dim ``dim``; the advanced key that selects it."""
+                vector_message: str | None = None, wrap: bool = True, **kw: Any) -> tuple[int, Key]:
+    """Check a 0-d/1-d index into dim ``dim`` (negatives count from the end when ``wrap``); the key selecting it."""
     d = _wrap_dim(dim, x.ndim, op)
     arr = _index_array(op, index, **kw)
     if arr.ndim > 1:
         raise IndexError(vector_message or f"{op}(): Index is supposed to be a vector")
     size = x.shape[d] if x.ndim else 1
     arr = check_range(arr.reshape(-1), size, lambda v: error(
-        f"{prefix}index {v} is out of bounds for dimension {d} with size {size}"))
+        f"{prefix}index {v} is out of bounds for dimension {d} with size {size}"), wrap=wrap)
     return d, (slice(None),) * d + (arr,)
 
 
@@ -333,7 +359,7 @@ def _check_source(op: str, x: Tensor, d: int, key: Key, source: Tensor, error: t
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """``input`` with ``alpha * source`` slices added at ``index`` along ``dim`` (duplicates accumulate)."""
     _check_same_dtype(input, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
-    d, key = _vector_key("index_add", input, dim, index, RuntimeError,
+    d, key = _vector_key("index_add", input, dim, index, IndexError, prefix="index_add(): ", wrap=False,
                          message=f"index_add_(): Expected dtype int32/int64 for index but got: "
                                  f"{_dtype_name(index.dtype)}")
     _check_source("index_add", input, d, key, source, RuntimeError,
@@ -353,7 +379,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
     _check_same_dtype(input, source, "index_copy_(): self and source expected to have the same dtype, but got "
                                      "(self) {self} and (source) {other}")
-    d, key = _vector_key("index_copy", input, dim, index, IndexError, prefix="index_copy_(): ", allowed=(np.int64,),
+    d, key = _vector_key("index_copy", input, dim, index, IndexError, prefix="index_copy_(): ", wrap=False,
+                         allowed=(np.int64,),
                          message=f"index_copy_(): Expected a long tensor for index, but got "
                                  f"{_dtype_name(index.dtype)}")
     _check_source("index_copy", input, d, key, source, IndexError,
@@ -465,6 +492,8 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 def _check_along(op: str, x: Tensor, dim: int, index: Tensor, src: Tensor | None) -> tuple[int, np.ndarray]:
     """torch's checks for gather/scatter: dtype, rank, sizes and range of ``index``; returns (dim, index)."""
     d = _wrap_dim(dim, x.ndim, op)
+    if isinstance(index, Tensor) and index.numel() == 0:
+        return d, np.zeros(index.shape, dtype=np.int64)   # torch checks nothing more about an empty index
     arr = _index_array(op, index)
     rank = max(x.ndim, 1)
     if max(arr.ndim, 1) != rank:
@@ -511,6 +540,8 @@ class Gather(Function):
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """Values of ``input`` picked along ``dim`` by ``index`` (same rank; result has ``index``'s shape)."""
     d, arr = _check_along("gather", input, dim, index, None)
+    if arr.size == 0:
+        return Tensor._make(np.empty(arr.shape, dtype=input._array.dtype, like=input._array))
     return Gather.apply(input, d, arr, index)
 
 
@@ -634,6 +665,8 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, reduce: 
         d, arr = _check_along(op, input, dim, index, None)
         if reduce != "assign":  # reductions (and their gradients) need the value as a tensor
             src = Tensor._make(np.full(index.shape, src, dtype=input._array.dtype))
+    if arr.size == 0:
+        return input.clone()
     return ScatterReduce.apply(input, d, arr, src, reduce, include_self, index)
 
 

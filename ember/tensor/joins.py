@@ -120,11 +120,11 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = _tensor_list("stack", tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    d = _wrap_dim(dim, tensors[0].ndim + 1, "stack")   # torch checks the dim before the shapes
     for i, t in enumerate(tensors[1:], 1):
         if t.shape != tensors[0].shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at "
                                f"entry 0 and {list(t.shape)} at entry {i}")
-    d = _wrap_dim(dim, tensors[0].ndim + 1, "stack")
     return Cat.apply(d, _promoted(tensors), *(unsqueeze(t, d) for t in tensors))
 
 
@@ -308,6 +308,7 @@ def _check_repeat(x: Tensor, sizes: tuple[int, ...]) -> None:
 
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
     """``Tensor.repeat``: tile the whole tensor ``sizes[i]`` times along dim i (new dims in front)."""
+    views.require_args("repeat", "repeats", sizes)
     sizes = _sizes(sizes)
     if len(sizes) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")

@@ -9,13 +9,18 @@ import numpy as np
 from ..autograd.function import Function
 from ._dispatch import backend, broadcast_shapes, sum_to_shape
 from .elementwise import _dtype_name
+from .creation import zeros
 from .tensor import Tensor
 
 
-def _check_pair(name: str, a: Any, b: Any) -> None:
+def _check_tensors(name: str, a: Any, b: Any) -> None:
     for arg, label in ((a, "input"), (b, "other")):
         if not isinstance(arg, Tensor):
             raise TypeError(f"{name}(): argument '{label}' must be Tensor, not {type(arg).__name__}")
+
+
+def _check_pair(name: str, a: Any, b: Any) -> None:
+    _check_tensors(name, a, b)
     if a.dtype is not b.dtype:
         raise RuntimeError(
             f"expected m1 and m2 to have the same dtype, but got: {_dtype_name(a.dtype).lower()} != "
@@ -53,13 +58,55 @@ class MatMul(Function):
         return ga, gb
 
 
+def _takes_bmm_path(a: Tensor, b: Tensor) -> bool:
+    """Whether torch.matmul multiplies ``a`` and ``b`` with bmm rather than folding the larger operand into one
+    matrix for mm/mv (torch's ``should_fold``: it folds when that needs no copy)."""
+    if a.ndim <= 2 and b.ndim <= 2:
+        return False
+    a_larger = a.ndim >= b.ndim
+    larger, smaller = (a, b) if a_larger else (b.mT, a)
+    if smaller.ndim > 2:
+        return True
+    if smaller.requires_grad:
+        return False  # folded, so that backward makes no large expanded gradient
+    if a.ndim == 2:
+        return True  # folding would transpose the result and copy it
+    if larger.numel() == 0:
+        return False
+    shape, strides = larger.shape, larger.stride()
+    return any(strides[i] != strides[i + 1] * shape[i + 1] for i in range(larger.ndim - 2))
+
+
+def _matmul_shape(a: Tensor, b: Tensor) -> tuple[tuple[int, ...], int]:
+    """The shape of ``a @ b`` and the length of the contracted dim (checked)."""
+    a_shape = (1,) + a.shape if a.ndim == 1 else a.shape
+    b_shape = b.shape + (1,) if b.ndim == 1 else b.shape
+    (m, k), (k2, n) = a_shape[-2:], b_shape[-2:]
+    if k != k2:
+        raise RuntimeError(f"matmul: shapes {list(a.shape)} and {list(b.shape)} cannot be multiplied ({k} != {k2})")
+    batch = broadcast_shapes(a_shape[:-2], b_shape[:-2])
+    return batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ()), k
+
+
+def _mixed_dtype_bmm(name: str, a: Tensor, b: Tensor, shape: tuple[int, ...], k: int) -> Tensor:
+    """torch's bmm checks dtypes only when there is something to compute: an empty result or contraction gives
+    zeros in ``b``'s dtype; otherwise the mismatch raises."""
+    if math.prod(shape) and k:
+        raise RuntimeError(f"{name}: expected scalar type {_dtype_name(a.dtype)} but found {_dtype_name(b.dtype)}")
+    return zeros(shape, dtype=b.dtype, device=b.device)
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """torch.matmul: dot, matrix-vector, matrix-matrix or broadcast batched product by the operands' ranks."""
-    _check_pair("matmul", input, other)
+    _check_tensors("matmul", input, other)
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError(
             f"both arguments to matmul need to be at least 1D, but they are {input.ndim}D and {other.ndim}D"
         )
+    if input.dtype is not other.dtype:
+        if not _takes_bmm_path(input, other):
+            _check_pair("matmul", input, other)
+        return _mixed_dtype_bmm("matmul", input, other, *_matmul_shape(input, other))
     if input.ndim == 1 and other.ndim == 1:
         return dot(input, other)
     if input.ndim == 1:
@@ -79,7 +126,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two batches of matrices of the same batch size."""
-    _check_pair("bmm", input, mat2)
+    _check_tensors("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch{1 if input.ndim != 3 else 2} must be a 3D tensor")
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
@@ -87,6 +134,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
             f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, {input.shape[2]}] "
             f"but got: [{mat2.shape[0]}, {mat2.shape[1]}]."
         )
+    if input.dtype is not mat2.dtype:
+        return _mixed_dtype_bmm("bmm", input, mat2, input.shape[:2] + mat2.shape[2:], input.shape[2])
     return MatMul.apply(input, mat2)
 
 
@@ -121,6 +170,13 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
+    _check_tensors("addmm", mat1, mat2)
+    if isinstance(input, Tensor) and input.dtype is not mat2.dtype:
+        raise RuntimeError(f"addmm: self and mat2 must have the same dtype, but got {_dtype_name(input.dtype)} and "
+                           f"{_dtype_name(mat2.dtype)}")
+    if mat1.dtype is not mat2.dtype:
+        raise RuntimeError(f"addmm: mat1 and mat2 must have the same dtype, but got {_dtype_name(mat1.dtype)} and "
+                           f"{_dtype_name(mat2.dtype)}")
     product = mm(mat1, mat2)
     if alpha != 1:
         product = product * alpha

@@ -29,7 +29,7 @@ class Tensor:
     """A multi-dimensional array with PyTorch's API, on NumPy storage (CPU)."""
 
     __slots__ = (
-        "_array", "_version", "_requires_grad", "_grad_fn", "_output_nr", "grad", "_accumulator",
+        "_array", "_version", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_accumulator",
         "_retains_grad", "_base", "_view_fn", "__weakref__", "__dict__",
     )
     __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
@@ -50,7 +50,7 @@ class Tensor:
         t._requires_grad = requires_grad
         t._grad_fn = None
         t._output_nr = 0
-        t.grad = None
+        t._grad = None
         t._accumulator = None
         t._retains_grad = False
         t._base = base
@@ -156,6 +156,17 @@ class Tensor:
         return self.to(dtypes.to_dtype(dtype))
 
     # -- autograd state ----------------------------------------------------------
+    @property
+    def grad(self) -> "Tensor | None":
+        """The gradient that backward accumulated into this tensor (None until then)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            _check_assigned_grad(self, value)
+        self._grad = value
+
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
@@ -389,6 +400,21 @@ def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
             f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {dim})"
         )
     return int(dim) % rank if ndim else 0
+
+
+def _check_assigned_grad(t: Tensor, grad: Any) -> None:
+    """torch's checks on ``t.grad = grad``: a tensor of ``t``'s dtype and size."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(grad).__name__}")
+    if grad.dtype is not t.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{dtypes.CPP_TYPE_NAMES[grad.dtype.name]}' to a tensor with "
+            f"grad_dtype '{dtypes.SCALAR_TYPE_NAMES[t.dtype.name]}'. The gradient must match the tensor's grad_dtype "
+            "(defaults to the tensor's dtype)."
+        )
+    if grad.shape != t.shape:
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size "
+                           f"'{list(t.shape)}'. Please ensure that the gradient and the tensor are the same size")
 
 
 _LEGACY_NAMES = {

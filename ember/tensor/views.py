@@ -118,6 +118,12 @@ def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
         raise TypeError(f"expected a sequence of ints as the shape, got {shape!r}") from None
 
 
+def require_args(op: str, name: str, args: tuple) -> None:
+    """torch's ``*sizes`` methods need at least one argument (an empty tuple counts as one)."""
+    if not args:
+        raise TypeError(f'{op}() missing 1 required positional arguments: "{name}"')
+
+
 def _infer_shape(op: str, shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
@@ -186,9 +192,9 @@ def reshape_as(x: Tensor, other: Tensor) -> Tensor:
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one."""
+    s, e = _wrap_dim(start_dim, x.ndim, "flatten"), _wrap_dim(end_dim, x.ndim, "flatten")
     if x.ndim == 0:
         return reshape(x, (1,))
-    s, e = _wrap_dim(start_dim, x.ndim, "flatten"), _wrap_dim(end_dim, x.ndim, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.shape
@@ -223,6 +229,7 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """Reorder dims."""
+    require_args("permute", "dims", dims)
     order = _shape_arg(dims)
     if len(order) != x.ndim:
         raise RuntimeError(
@@ -238,9 +245,9 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
+    d0, d1 = _wrap_dim(dim0, x.ndim, "transpose"), _wrap_dim(dim1, x.ndim, "transpose")
     if x.ndim == 0:
         return make_view(x, lambda a: a.view(), _reshape_grad(x.shape))
-    d0, d1 = _wrap_dim(dim0, x.ndim, "transpose"), _wrap_dim(dim1, x.ndim, "transpose")
     return make_view(x, lambda a: np.swapaxes(a, d0, d1), lambda g: g.transpose(d0, d1))
 
 
@@ -265,6 +272,7 @@ def full_transpose(x: Tensor) -> Tensor:
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to a larger shape without copying (-1 keeps a dim)."""
+    require_args("expand", "size", sizes)
     sizes = _shape_arg(sizes)
     if len(sizes) < x.ndim:
         raise RuntimeError(
@@ -287,7 +295,16 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
         target.append(n)
     target = tuple(target)
     shape = x.shape
-    return make_view(x, lambda a: np.broadcast_to(a, target), lambda g: sum_to_shape(g, shape))
+    return make_view(x, lambda a: _broadcast_view(a, target), lambda g: sum_to_shape(g, shape))
+
+
+def _broadcast_view(a: Any, shape: tuple[int, ...]) -> Any:
+    """``a`` broadcast to ``shape``, writeable like ``a``: torch lets one write through an expanded tensor where no
+    two written elements share memory (``inplace`` refuses the writes where they do)."""
+    view = np.broadcast_to(a, shape)
+    if type(a) is np.ndarray and a.flags.writeable:
+        return np.lib.stride_tricks.as_strided(a, shape, view.strides, writeable=True)
+    return view
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
@@ -299,15 +316,19 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 
 def narrow(x: Tensor, dim: int, start: Any, length: int) -> Tensor:
-    """The slice ``start:start+length`` of one dim, as a view."""
+    """The slice ``start:start+length`` of one dim, as a view (checked in torch's order)."""
+    if x.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = _wrap_dim(dim, x.ndim, "narrow")
     size = x.shape[d]
     start = int(start)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if start < 0 or start > size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
-    if length < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     index = (slice(None),) * d + (slice(start, start + length),)
     return make_view(x, lambda a: a[index], None)
@@ -376,6 +397,8 @@ def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
         )
     src = [_wrap_dim(s, x.ndim, "movedim") for s in src]
     dst = [_wrap_dim(s, x.ndim, "movedim") for s in dst]
+    if x.ndim == 0:
+        return permute(x, ())
     order = [None] * x.ndim
     for s, t_ in zip(src, dst):
         order[t_] = s
@@ -444,6 +467,9 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
         raise RuntimeError("mismatch in length of strides and shape")
     if any(s < 0 for s in stride):
         raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"as_strided: Storage size calculation overflowed with sizes={list(size)} and strides="
                            f"{list(stride)}")
     base, _ = _root(x)
     offset = x.storage_offset() if storage_offset is None else int(storage_offset)

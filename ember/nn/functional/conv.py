@@ -271,7 +271,7 @@ def _check_operands(op: str, nd: int, x: Any, w: Any, bias: Any) -> bool:
                            f"size: {list(x.shape)}")
     if w.ndim != nd + 2:
         raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {op}, but got weight of size {list(w.shape)}")
-    if x.dtype is not w.dtype:
+    if x.dtype is not w.dtype and not _empty_batch(x, nd):  # torch checks it in the kernel an empty batch skips
         raise RuntimeError(f"Input type ({x.type()}) and weight type ({w.type()}) should be the same")
     if bias is not None and bias.dtype is not x.dtype:
         raise RuntimeError(f"Input type ({_dtype_name(x.dtype).lower()}) and bias type "
@@ -279,6 +279,26 @@ def _check_operands(op: str, nd: int, x: Any, w: Any, bias: Any) -> bool:
     if x.dtype is dtypes.bool:
         raise NotImplementedError(f"\"{op}\" not implemented for 'Bool'")
     return x.ndim == nd + 1
+
+
+def _empty_batch(x: Tensor, nd: int) -> bool:
+    return x.ndim == nd + 2 and x.shape[0] == 0
+
+
+def _check_empty_input(op: str, nd: int, x: Tensor) -> None:
+    """torch convolves an empty input only when its batch or its channels are empty."""
+    if x.numel() == 0 and x.shape[0] and x.shape[1]:
+        shape = list(x.shape) if nd > 1 else list(x.shape[:2]) + [1] + list(x.shape[2:])   # conv1d runs as 2-d
+        raise RuntimeError(f"{op}: Only zero batch or zero channel inputs are supported, but got input shape: {shape}")
+
+
+def _mixed_dtype_empty_batch(x: Tensor, w: Tensor, bias: Tensor | None, shape: tuple[int, ...]) -> Tensor:
+    """torch's result for an empty batch whose weight has another dtype: ``x * w[0] (+ bias[0])`` viewed to the
+    output shape, so its dtype follows type promotion."""
+    out = x * w.reshape(-1)[0]
+    if bias is not None:
+        out = out + bias[0]
+    return out.reshape(shape)
 
 
 def _check_hyper(stride, dilation, groups: int, padding=None) -> None:
@@ -346,7 +366,10 @@ def _convnd(nd: int, op: str, input: Tensor, weight: Tensor, bias: Tensor | None
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
             f"({' x '.join(str(d * (k - 1) + 1) for k, d in zip(kernel, dilation))}). Kernel size can't be greater "
             "than actual input size")
+    _check_empty_input(op, nd, x)
     cols = tuple(output_size(i, k, s, a + b, d) for i, k, s, a, b, d in zip(image, kernel, stride, lo, hi, dilation))
+    if x.dtype is not weight.dtype:
+        return _mixed_dtype_empty_batch(x, weight, bias, (0, weight.shape[0]) + cols)
     geo = ConvGeometry(nd, kernel, stride, lo, dilation, image, cols, groups)
     out = _Conv.apply(x, weight, bias, geo)
     return out.squeeze(0) if unbatched else out
@@ -371,6 +394,7 @@ def _conv_transposend(nd: int, op: str, input: Tensor, weight: Tensor, bias: Ten
                  for key, vals in (("output_padding", extra), ("stride", stride), ("dilation", dilation))]
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {' '.join(parts)}")
     _check_channels(x, weight, bias, groups, transposed=True)
+    _check_empty_input(op, nd, x)
     kernel = tuple(weight.shape[2:])
     cols = tuple(x.shape[2:])
     image = tuple((c - 1) * s - 2 * p + d * (k - 1) + e + 1
@@ -378,6 +402,8 @@ def _conv_transposend(nd: int, op: str, input: Tensor, weight: Tensor, bias: Ten
     if any(i <= 0 for i in image):
         raise RuntimeError(f"{op}: the output size {image} computed from input size {cols}, kernel size {kernel}, "
                            f"stride {stride}, padding {padding} and dilation {dilation} is too small")
+    if x.dtype is not weight.dtype:
+        return _mixed_dtype_empty_batch(x, weight, bias, (0, weight.shape[1] * groups) + image)
     geo = ConvGeometry(nd, kernel, stride, padding, dilation, image, cols, groups)
     out = _ConvTranspose.apply(x, weight, bias, geo, None)
     return out.squeeze(0) if unbatched else out

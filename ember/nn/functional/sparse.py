@@ -107,6 +107,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise NotImplementedError("embedding(): sparse gradients are not supported by ember; use sparse=False")
     num = weight.shape[0]
     pad = _padding_index(padding_idx, num)
+    if num == 0 and isinstance(input, Tensor) and input.numel():
+        raise RuntimeError(f"embedding(): index_select(): self indexing axis dim should be positive (weight of size "
+                           f"{list(weight.shape)})")
     idx = _indices("embedding", input, num)
     if max_norm is not None:
         _renorm_(weight, idx, max_norm, norm_type)

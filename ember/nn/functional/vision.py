@@ -25,7 +25,7 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...tensor.tensor import Tensor
-from ...tensor._dispatch import ascontiguous
+from ...tensor._dispatch import ascontiguous, compute_dtype
 from ...tensor.device import place
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
@@ -225,24 +225,29 @@ def _nearest_positions(n_in: int, n_out: int, scale: float | None, exact: bool) 
     return np.minimum(np.floor(dst * r).astype(np.int64), n_in - 1)
 
 
-def _source_coords(n_in: int, n_out: int, scale: float | None, align_corners: bool, cubic: bool) -> np.ndarray:
-    dst = np.arange(n_out, dtype=np.float64)
+def _source_coords(n_in: int, n_out: int, scale: float | None, align_corners: bool, cubic: bool,
+                   dtype: Any = np.float64) -> np.ndarray:
+    """Input positions of the outputs in ``dtype``, rounded as torch's kernel rounds them: its scale in the input's
+    precision, then one rounding of ``scale * (dst + 0.5) - 0.5`` (a fused multiply-add; extended precision
+    stands in for it)."""
+    dst = np.arange(n_out, dtype=np.longdouble)
     if align_corners:
-        return dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
-    src = _ratio(n_in, n_out, scale) * (dst + 0.5) - 0.5
-    return src if cubic else np.maximum(src, 0.0)
+        return (dst * dtype((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)).astype(dtype)
+    src = (np.longdouble(dtype(_ratio(n_in, n_out, scale))) * (dst + 0.5) - 0.5).astype(dtype)
+    return src if cubic else np.maximum(src, dtype(0.0))
 
 
-def _linear_matrix(n_in: int, n_out: int, scale: float | None, align_corners: bool) -> np.ndarray:
-    src = _source_coords(n_in, n_out, scale, align_corners, cubic=False)
+def _linear_along(x: Tensor, dim: int, n_out: int, scale: float | None, align_corners: bool) -> Tensor:
+    """Linear interpolation along ``dim`` from each output's two neighbours only, as torch computes it: a NaN or inf
+    elsewhere in the row must not reach the output (and a dim that keeps its size weighs each value with itself)."""
+    n_in = x.shape[dim]
+    src = _source_coords(n_in, n_out, scale, align_corners, cubic=False, dtype=compute_dtype(x.dtype).np.type)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-    i1 = np.minimum(i0 + 1, n_in - 1)
-    frac = src - i0
-    m = np.zeros((n_out, n_in))
-    rows = np.arange(n_out)
-    np.add.at(m, (rows, i0), 1.0 - frac)
-    np.add.at(m, (rows, i1), frac)
-    return m
+    i1 = i0 if n_in == n_out and scale in (None, 1.0) else np.minimum(i0 + 1, n_in - 1)
+    shape = [1] * x.ndim
+    shape[dim] = n_out
+    frac = Tensor._make(place(np.asarray(src - i0, dtype=x.dtype.np).reshape(shape), x.device))
+    return _select_along(x, dim, i0) * (1 - frac) + _select_along(x, dim, i1) * frac
 
 
 def _cubic_weights(t: np.ndarray, a: float = -0.75) -> list[np.ndarray]:
@@ -299,10 +304,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     if mode == "area" and size is None:
         recompute_scale_factor = True
     sizes, scales = _output_plan(input, size, scale_factor, recompute_scale_factor)
-    for n in sizes:
-        if n <= 0:
-            raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                               f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, sizes))})")
+    if any(n <= 0 for n in sizes) or any(n <= 0 for n in input.shape[2:]):
+        raise RuntimeError(f"interpolate: Input and output sizes should be greater than 0, but got input "
+                           f"({', '.join(map(str, input.shape[2:]))}) and output ({', '.join(map(str, sizes))})")
     if mode not in ("nearest", "nearest-exact") and not input.is_floating_point():
         raise NotImplementedError(f'"upsample_{mode}" not implemented for \'{input.dtype}\'')
     out = input
@@ -316,7 +320,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         elif mode == "bicubic":
             out = _matrix_along(out, d, _cubic_matrix(n_in, n_out, scale, align_corners))
         else:
-            out = _matrix_along(out, d, _linear_matrix(n_in, n_out, scale, align_corners))
+            out = _linear_along(out, d, n_out, scale, align_corners)
     return out if out is not input else input.clone()
 
 

@@ -245,7 +245,7 @@ class Function(metaclass=FunctionMeta):
         else:
             raw = cls.forward(ctx, *args, **kwargs)
         is_tuple = isinstance(raw, tuple)
-        outputs = tuple(_wrap_output(o, args, ctx) for o in (raw if is_tuple else (raw,)))
+        outputs = tuple([_wrap_output(o, args, ctx) for o in raw]) if is_tuple else (_wrap_output(raw, args, ctx),)
         for t in ctx._dirty:
             t._version.value += 1
         if record:
@@ -310,8 +310,10 @@ def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
     Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
     if type(value) is np.ndarray or hasattr(value, "__ember_device_array__"):
         return Tensor._make(value)
-    if isinstance(value, Tensor) and any(value is a for a in inputs) and not any(value is d for d in ctx._dirty):
-        return value._alias()
+    if isinstance(value, Tensor):
+        for a in inputs:
+            if value is a:  # an input returned as is gets its own tensor object (unless modified in place)
+                return value if any(value is d for d in ctx._dirty) else value._alias()
     return value
 
 

@@ -272,6 +272,25 @@ def test_softmax_dtype_argument_and_float16(torch_ref):
                                torch_ref.softmax(torch_ref.tensor([[1, 2], [3, 5]]), 1, dtype=torch_ref.float64))
 
 
+def _outcome(call):
+    """(result dtype name, shape) of a call, or (exception type, message): comparable across ember and torch."""
+    try:
+        out = call()
+    except Exception as exc:  # noqa: BLE001 - the exception is the outcome compared
+        return type(exc), str(exc)
+    return str(out.dtype).split(".")[-1], tuple(out.shape)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, dtype, dim", [((2, 3), "int64", 5), ((0, 3), "int64", 4), ((0, 3), "int64", 1),
+                                               ((0,), "int32", 0), ((0,), "bool", -1), ((2,), "int64", 0)])
+def test_softmax_checks_dim_before_dtype_and_passes_empty_through(torch_ref, name, shape, dtype, dim):
+    """torch: a bad dim is an IndexError first; an empty tensor of any dtype comes back as a copy in its dtype."""
+    ours = _outcome(lambda: getattr(ember, name)(ember.zeros(shape, dtype=getattr(ember, dtype)), dim))
+    theirs = _outcome(lambda: getattr(torch_ref, name)(torch_ref.zeros(shape, dtype=getattr(torch_ref, dtype)), dim))
+    assert ours == theirs
+
+
 def test_softmax_errors_and_implicit_dim_warning():
     with pytest.raises(NotImplementedError, match="softmax_lastdim_kernel_impl"):
         F.softmax(ember.tensor([1, 2]), 0)

@@ -361,6 +361,32 @@ def test_bce_clamps_log_at_minus_100(torch_ref):
     _compare(torch_ref, "binary_cross_entropy", [x, y], {"reduction": "none"}, (0,))
 
 
+@pytest.mark.parametrize("x, y", [([0.5, 1.5], [0.5, 0.5]), ([0.5, 0.5], [0.5, -0.5]), ([math.nan, 0.5], [0.5, 2.0]),
+                                  ([0.5, 0.5], [math.nan, 0.5]), ([0.5, 0.5], [math.inf, 0.5])])
+def test_bce_refuses_values_outside_0_1_like_torch(torch_ref, x, y):
+    """NaN and inf are outside [0, 1] too; the input is checked before the target."""
+    with pytest.raises(RuntimeError) as theirs:
+        torch_ref.nn.functional.binary_cross_entropy(torch_ref.tensor(x), torch_ref.tensor(y))
+    with pytest.raises(RuntimeError) as ours:
+        F.binary_cross_entropy(ember.tensor(x), ember.tensor(y))
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("target_dtype", ["float32", "float64"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_probabilities_of_empty_int_logits(torch_ref, target_dtype, reduction):
+    """torch's log_softmax passes an empty int tensor through, so the loss is the float reduction of nothing."""
+    results = [lib.nn.functional.cross_entropy(lib.zeros(0, 3, dtype=lib.int64),
+                                               lib.zeros(0, 3, dtype=getattr(lib, target_dtype)), reduction=reduction)
+               for lib in (ember, torch_ref)]
+    assert str(results[0].dtype).split(".")[-1] == target_dtype == str(results[1].dtype).split(".")[-1]
+    np.testing.assert_array_equal(results[0].numpy(), results[1].numpy())
+    with pytest.raises(NotImplementedError, match="log_softmax_lastdim_kernel_impl"):
+        F.cross_entropy(ember.zeros(2, 3, dtype=ember.int64), ember.zeros(2, 3))
+    with pytest.raises(RuntimeError, match="Expected floating point type for target with class probabilities"):
+        F.cross_entropy(ember.zeros(2, 3, dtype=ember.int64), ember.zeros(2, 3, dtype=ember.int64))
+
+
 @pytest.mark.parametrize("legacy,expected", [((None, False), "none"), ((False, None), "sum"),
                                              ((True, True), "mean"), ((True, None), "mean"),
                                              ((False, True), "sum"), ((True, False), "none")])

@@ -95,6 +95,36 @@ def test_group_norm_gradcheck_and_gradgradcheck():
     assert gradgradcheck(f, (x, w, b))
 
 
+@pytest.mark.parametrize("shape, groups", [((1, 1), 1), ((1, 3), 3), ((1, 3, 1), 3), ((1, 3), 2), ((1, 4), 4)])
+def test_group_norm_needs_more_than_one_value_per_group(torch_ref, shape, groups):
+    """torch checks (N * C // G) * prod(spatial) > 1 before divisibility, naming that per-group size."""
+    with pytest.raises(ValueError) as theirs:
+        torch_ref.nn.functional.group_norm(torch_ref.ones(shape), groups)
+    with pytest.raises(ValueError) as ours:
+        F.group_norm(ember.ones(shape), groups)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("row", [[1e20, 0.5, -0.3, 1.2], [1e20, -1e20], [1e20, -1e20, 0.5, 2.0], [1e19, 2.0, 3.0],
+                                 [0.5, np.nan, 1.0], [1.0, np.inf, 2.0], [np.inf, -np.inf], [1e200, 3.0]])
+@pytest.mark.parametrize("norm", ["group_norm", "layer_norm"])
+def test_row_norms_of_nan_inf_and_huge_values_follow_torch(torch_ref, dtype, row, norm):
+    """torch's statistics are E[x^2] - E[x]^2 in the data dtype: past its range the row is NaN or (var = inf) 0."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 1e200 is inf in float32
+        x = np.array([row, [0.25, -1.0] + [0.5] * (len(row) - 2)], dtype=dtype)
+
+    def call(lib, t):
+        f = lib.nn.functional
+        return f.group_norm(t.unsqueeze(1), 1) if norm == "group_norm" else f.layer_norm(t, [len(row)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours = call(ember, ember.tensor(x)).numpy().reshape(x.shape)
+    theirs = call(torch_ref, torch_ref.tensor(x)).numpy().reshape(x.shape)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
 # ----------------------------------------------------------------------------- batch norm
 @pytest.mark.parametrize("shape", [(5, 3), (4, 3, 2), (2, 3, 2, 2), (2, 2, 2, 1, 3)])
 @pytest.mark.parametrize("affine", [True, False])
@@ -121,6 +151,26 @@ def test_batch_norm_running_stats_match_torch(torch_ref, momentum):
         lib.nn.functional.batch_norm(lib.tensor(x[:3]), rm, rv, training=True, momentum=momentum)
     for ours, theirs in zip(stats[ember], stats[torch_ref]):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_batch_norm_updates_expanded_running_stats(torch_ref):
+    """An expanded (zero-stride) running buffer is written without torch's overlap check, channel after channel (the
+    value torch's loop gives when its threads do not race); the output is torch's and the buffer's version moves."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    outs = [lib.nn.functional.batch_norm(lib.tensor(x), lib.tensor([0.5]).expand(3), lib.tensor([2.0]).expand(3),
+                                         training=True).numpy() for lib in (ember, torch_ref)]
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-6)
+    rm, rv = ember.tensor([0.5]).expand(3), ember.tensor([2.0]).expand(3)
+    before = rm._version_value
+    F.batch_norm(ember.tensor(x), rm, rv, training=True)
+    assert rm._version_value > before
+    expected_mean, expected_var = 0.5, 2.0
+    for mean, var in zip(x.mean(0), x.var(0, ddof=1)):
+        expected_mean, expected_var = 0.1 * mean + 0.9 * expected_mean, 0.1 * var + 0.9 * expected_var
+    np.testing.assert_allclose(rm.numpy(), [expected_mean] * 3, rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), [expected_var] * 3, rtol=1e-6)
+    with pytest.raises(ValueError, match="running_mean and running_var must either both be None or neither be None"):
+        F.batch_norm(ember.tensor(x), rm, None, training=True)
 
 
 def test_batch_norm_gradcheck_and_gradgradcheck():

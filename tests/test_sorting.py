@@ -539,3 +539,16 @@ def test_against_torch_search_count(torch_ref, dt):
         ex, tx = _pair(torch, x)
         for args in ((), (7,), (5, -1.0, 1.0)):
             _eq(fn("histc")(ex, *args), torch.histc(tx, *args))
+
+
+@pytest.mark.parametrize("source_shape, shape", [((1, 4), (3, 4)), ((3, 1), (3, 4)), ((4,), (2, 3, 4)),
+                                                 ((2, 1, 3), (2, 4, 3))])
+def test_median_of_expanded_tensor(torch_ref, source_shape, shape):
+    """Zero strides along (or across) the reduced dim: values and indices as torch's median of the dense copy
+    (torch 2.13's own median of the expanded view along a zero-stride dim is wrong)."""
+    values = np.random.default_rng(3).permutation(int(np.prod(source_shape))).astype(np.float32).reshape(source_shape)
+    for dim in range(len(shape)):
+        ours = ember.tensor(values).expand(*shape).median(dim)
+        theirs = torch_ref.tensor(values).expand(*shape).contiguous().median(dim)
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())

@@ -40,7 +40,19 @@ parallel_kernel = njit(cache=True, nogil=True, parallel=True)
 
 # ------------------------------------------------------------------ rows (layer norm, group norm)
 @inline
-def _row_forward(x, w, b, G, K, S, eps, y, mean, rstd, r):
+def _variance_in_data_range(mu, var, limit):
+    """torch computes ``E[x^2] - E[x]^2`` in the data's dtype: past its range (``limit``) that is inf - inf (NaN)
+    when the squared mean overflows, else inf (so rstd is 0)."""
+    mean_sq = mu * mu
+    if mean_sq > limit:
+        return math.nan
+    if var + mean_sq > limit:
+        return math.inf
+    return var
+
+
+@inline
+def _row_forward(x, w, b, G, K, S, eps, limit, y, mean, rstd, r):
     n = K * S
     base = r * n
     x0 = np.float64(x[base])
@@ -51,8 +63,8 @@ def _row_forward(x, w, b, G, K, S, eps, y, mean, rstd, r):
         s1 += d
         s2 += d * d
     m = s1 / n
-    var = max(s2 / n - m * m, 0.0)
     mu = x0 + m
+    var = _variance_in_data_range(mu, max(s2 / n - m * m, 0.0), limit)
     rs = 1.0 / math.sqrt(var + eps)
     mean[r] = mu
     rstd[r] = rs
@@ -67,23 +79,24 @@ def _row_forward(x, w, b, G, K, S, eps, y, mean, rstd, r):
 
 
 @kernel
-def _rows_forward_serial(x, w, b, G, K, S, eps, y, mean, rstd):
+def _rows_forward_serial(x, w, b, G, K, S, eps, limit, y, mean, rstd):
     for r in range(mean.size):
-        _row_forward(x, w, b, G, K, S, eps, y, mean, rstd, r)
+        _row_forward(x, w, b, G, K, S, eps, limit, y, mean, rstd, r)
 
 
 @parallel_kernel
-def _rows_forward_parallel(x, w, b, G, K, S, eps, y, mean, rstd):
+def _rows_forward_parallel(x, w, b, G, K, S, eps, limit, y, mean, rstd):
     for r in prange(mean.size):
-        _row_forward(x, w, b, G, K, S, eps, y, mean, rstd, r)
+        _row_forward(x, w, b, G, K, S, eps, limit, y, mean, rstd, r)
 
 
 def rows_norm_forward(x: np.ndarray, w: np.ndarray, b: np.ndarray, groups: int, k: int, s: int, eps: float,
                       y: np.ndarray, mean: np.ndarray, rstd: np.ndarray) -> None:
     """Normalize each row of flat ``x`` to ``y`` (affine by ``w``/``b``, empty when absent); fill float64
-    ``mean``/``rstd`` (one per row)."""
+    ``mean``/``rstd`` (one per row). Statistics past the data dtype's range follow torch (see
+    ``_variance_in_data_range``)."""
     run = _rows_forward_parallel if parallel_pays(x.size) and mean.size > 1 else _rows_forward_serial
-    run(x, w, b, groups, k, s, eps, y, mean, rstd)
+    run(x, w, b, groups, k, s, eps, float(np.finfo(x.dtype).max), y, mean, rstd)
 
 
 @inline

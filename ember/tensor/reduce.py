@@ -21,6 +21,8 @@ median_result = namedtuple("median", ["values", "indices"])
 cummax_result = namedtuple("cummax", ["values", "indices"])
 cummin_result = namedtuple("cummin", ["values", "indices"])
 
+_ALL_DIMS = object()  # prod's default: torch refuses an explicit ``dim=None``
+
 
 def reduce_dims(x: Tensor, dim: Any, op_name: str) -> tuple[int, ...]:
     """Normalise ``dim`` (None, int, or a sequence) to sorted non-negative dims."""
@@ -147,11 +149,11 @@ class Prod(_ReductionSavingOutput):
         return g * grad, None, None, None, None
 
 
-def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """Product of elements over one dim (or all)."""
-    if isinstance(dim, (tuple, list)):
-        raise TypeError("prod(): argument 'dim' must be int, not tuple")
-    dims = reduce_dims(input, dim, "prod")
+def prod(input: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Product of elements over one dim (or all, when ``dim`` is not given)."""
+    if dim is not _ALL_DIMS and not hasattr(dim, "__index__"):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    dims = reduce_dims(input, None if dim is _ALL_DIMS else dim, "prod")
     out_dt = _sum_dtype(input, dtype)
     if out_dt is not input.dtype:
         input = input.to(out_dt)
@@ -227,7 +229,8 @@ def scatter_to_index(g: Tensor, indices: Tensor, dim: int, keepdim: bool, shape:
         g, indices = g.unsqueeze(dim), indices.unsqueeze(dim)
     if not len(shape):
         return g
-    positions = arange(shape[dim], device=g.device).reshape(tuple(shape[dim] if i == dim else 1 for i in range(len(shape))))
+    along_dim = tuple(shape[dim] if i == dim else 1 for i in range(len(shape)))
+    positions = arange(shape[dim], device=g.device).reshape(along_dim)
     return g * (positions == indices)
 
 
@@ -268,8 +271,15 @@ def _check_flat_nonempty(input: Tensor, name: str) -> None:
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
 
 
+def _check_not_bool(input: Tensor, name: str) -> None:
+    """torch has no argmax/argmin kernel for bool (max/min of bool exist)."""
+    if input.dtype is dtypes.bool:
+        raise RuntimeError(f"{name}(): does not support bool input")
+
+
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum (in the flattened tensor when ``dim`` is None)."""
+    _check_not_bool(input, "argmax")
     if dim is None:
         _check_flat_nonempty(input, "argmax")
         flat_index = _arg_extreme(input.reshape(-1), op.A_MAX, 0, False, "argmax")[1]
@@ -279,6 +289,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum (in the flattened tensor when ``dim`` is None)."""
+    _check_not_bool(input, "argmin")
     if dim is None:
         _check_flat_nonempty(input, "argmin")
         flat_index = _arg_extreme(input.reshape(-1), op.A_MIN, 0, False, "argmin")[1]
@@ -313,9 +324,10 @@ def _float_input(input: Tensor, name: str) -> None:
 
 
 def _variance(input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: Any, name: str) -> Tensor:
-    """Variance in the accumulation dtype (float32 for float16), so a constant input gives exactly 0."""
+    """Variance accumulated in float64, as torch's CPU kernels do: a constant input gives exactly 0, and float32 values
+    near 1e20 (whose squares overflow float32) still give a finite std; the caller rounds once at the end."""
     _float_input(input, name)
-    input = input.to(_accumulation_dtype(input.dtype))
+    input = input.to(dtypes.float64)
     if isinstance(dim, bool) and unbiased is None:
         dim, unbiased = None, dim
     if correction is None:
@@ -331,16 +343,22 @@ def _variance(input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, cor
     return total / (denominator if denominator > 0 else 0)
 
 
+def _round_to(result: Tensor, dt: dtypes.dtype) -> Tensor:
+    """The float64 statistic in the input's dtype; past that dtype's range it is inf, silently as in torch."""
+    with np.errstate(over="ignore"):
+        return result.to(dt)
+
+
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Variance over dims with Bessel's correction by default (``correction=1``)."""
-    return _variance(input, dim, unbiased, keepdim, correction, "var").to(input.dtype)
+    return _round_to(_variance(input, dim, unbiased, keepdim, correction, "var"), input.dtype)
 
 
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Standard deviation: the square root of ``var``."""
-    return _variance(input, dim, unbiased, keepdim, correction, "std").sqrt().to(input.dtype)
+    return _round_to(_variance(input, dim, unbiased, keepdim, correction, "std").sqrt(), input.dtype)
 
 
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,

@@ -454,10 +454,17 @@ _NO_RECORD = _NoRecordCtx()
 
 
 def _softmax_op(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
+    """torch's order: the cast, the dim check, then an empty tensor (of any dtype) passes through, then the float
+    check."""
+    if not isinstance(input, Tensor):
+        name = "log_softmax" if log else "softmax"
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
-    _require_float(input, "log_softmax_lastdim_kernel_impl" if log else "softmax_lastdim_kernel_impl")
     d = _wrap_dim(int(dim), input.ndim)
+    if input.numel() == 0:
+        return input.clone()
+    _require_float(input, "log_softmax_lastdim_kernel_impl" if log else "softmax_lastdim_kernel_impl")
     if (input._requires_grad and is_grad_enabled()) or _function._APPLY_WRAPPERS:  # recorded, or watched
         return _Softmax.apply(input, d, log)
     return Tensor._make(_Softmax.forward(_NO_RECORD, input, d, log))

@@ -330,6 +330,8 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None, i
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
                            f"{_torch_name(target.dtype)}")
+    if input.numel():  # torch's log_softmax passes an empty tensor of any dtype through
+        _require_float(input, "log_softmax_lastdim_kernel_impl")
     if ignore_index >= 0:
         raise RuntimeError("ignore_index is not supported for floating point target")
     class_dim = 0 if input.ndim == 1 else 1
@@ -359,7 +361,6 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     smoothing = max(float(label_smoothing), 0.0)
     if input.ndim >= 1 and target.shape == input.shape:
-        _require_float(input, "log_softmax_lastdim_kernel_impl")
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, smoothing)
     return _class_nll(input, target, weight, ignore_index, reduction, smoothing, True,
                       "log_softmax_lastdim_kernel_impl")
@@ -386,6 +387,12 @@ class _BinaryCrossEntropy(Function):
         return grad_x, grad_y
 
 
+def _check_probabilities(x: Tensor, role: str) -> None:
+    """torch's BCE kernel refuses values outside [0, 1]; NaN fails ``0 <= x <= 1`` and is refused too."""
+    if not bool(((x >= 0) & (x <= 1)).all()):
+        raise RuntimeError(f"all elements of {role} should be between 0 and 1")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -397,6 +404,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     _require_float(input, "binary_cross_entropy")
     if target.dtype is not input.dtype:
         raise RuntimeError(f"Found dtype {_torch_name(target.dtype)} but expected {_torch_name(input.dtype)}")
+    _check_probabilities(input, "input")
+    _check_probabilities(target, "target")
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight.expand(input.shape)

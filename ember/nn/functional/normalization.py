@@ -163,6 +163,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     channels = input.shape[1]
+    per_group = [input.shape[0] * channels // num_groups, num_groups] + list(input.shape[2:])
+    _verify_more_than_one(per_group, per_group[0] * math.prod(per_group[2:]), "value per channel")
     if num_groups <= 0 or channels % num_groups:
         raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
@@ -236,12 +238,23 @@ def _batch_stats(x: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _update_running(running: Tensor | None, batch_value: np.ndarray, momentum: float) -> None:
-    """``running = momentum * batch + (1 - momentum) * running``, in place (a buffer: no graph)."""
+    """``running = momentum * batch + (1 - momentum) * running``, written straight into the buffer (no graph, and,
+    as in torch, no overlap check: an expanded buffer is updated too)."""
     if running is None:
         return
-    new = momentum * batch_value + (1.0 - momentum) * running._array.astype(np.float64).reshape(-1)
-    with no_grad():
-        running.copy_(Tensor._make(new.reshape(running.shape).astype(running.dtype.np)))
+    buffer = running._array
+    if any(stride == 0 and n > 1 for stride, n in zip(buffer.strides, buffer.shape)):
+        _update_overlapping(buffer, batch_value, momentum)
+    else:
+        new = momentum * batch_value + (1.0 - momentum) * buffer.astype(np.float64).reshape(-1)
+        np.copyto(buffer, new.reshape(buffer.shape), casting="unsafe")
+    running._version.value += 1
+
+
+def _update_overlapping(buffer: np.ndarray, batch_value: np.ndarray, momentum: float) -> None:
+    """Channel by channel, each reading what the previous one wrote (torch's serial loop over a shared element)."""
+    for channel, index in enumerate(np.ndindex(*buffer.shape)):
+        buffer[index] = momentum * float(batch_value[channel]) + (1.0 - momentum) * float(buffer[index])
 
 
 def _affine_eval(input: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor | None,
@@ -278,6 +291,8 @@ def _batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, runni
             if t is None:
                 raise RuntimeError(f"{name} must be defined in evaluation mode")
         return _affine_eval(input, running_mean, running_var, weight, bias, eps)
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
     stats = _batch_stats(input)
     a, _, s = _channel_geometry(input)
     n = a * s
@@ -287,9 +302,10 @@ def _batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, runni
     return _ChannelNorm.apply(input, weight, bias, stats, float(eps))
 
 
-def _verify_more_than_one(input: Tensor, count: int, what: str) -> None:
+def _verify_more_than_one(size: Any, count: int, what: str) -> None:
+    """torch refuses statistics over a single value (``size`` is what its message shows)."""
     if count == 1:
-        raise ValueError(f"Expected more than 1 {what} when training, got input size {input.shape}")
+        raise ValueError(f"Expected more than 1 {what} when training, got input size {size}")
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -298,7 +314,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """Normalize each channel (dim 1) by the batch's statistics when ``training`` (updating the running ones
     with ``momentum`` and the unbiased variance), else by ``running_mean``/``running_var``."""
     if training and input.ndim >= 2:
-        _verify_more_than_one(input, input.shape[0] * math.prod(input.shape[2:]), "value per channel")
+        _verify_more_than_one(input.shape, input.shape[0] * math.prod(input.shape[2:]), "value per channel")
     return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
@@ -330,7 +346,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     """Normalize each channel of each sample over its spatial dims (or by running stats when
     ``use_input_stats`` is False)."""
     if use_input_stats and input.ndim >= 2:
-        _verify_more_than_one(input, math.prod(input.shape[2:]), "spatial element")
+        _verify_more_than_one(input.shape, math.prod(input.shape[2:]), "spatial element")
     return _instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
 
 

@@ -258,11 +258,13 @@ def test_float_division_by_zero_is_ieee():
     assert r[0] == np.inf and r[1] == -np.inf and np.isnan(r[2])
 
 
-def test_int_pow_negative_exponent_raises():
-    with pytest.raises(RuntimeError):
+def test_int_pow_negative_number_exponent_raises():
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
         ember.tensor([2, 3]) ** -1
-    with pytest.raises(RuntimeError):
-        ember.tensor([2, 3]) ** ember.tensor([1, -1])
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        ember.tensor([True, False]).pow(-2)
+    assert (ember.tensor([2, 3]) ** ember.tensor([1, -1])).tolist() == [2, 0]  # a tensor exponent: torch truncates
+    assert ember.pow(ember.tensor([2, 4]), -1.0).tolist() == [0.5, 0.25]
     assert (ember.tensor([2, 3]) ** 2).tolist() == [4, 9]
     assert (ember.tensor([2, 3]) ** 2).dtype is ember.int64
     assert (ember.tensor([2, 3]) ** 0.5).dtype is ember.float32
@@ -589,3 +591,97 @@ def test_lerp_needs_end_and_weight_in_input_dtype():
     with pytest.raises(RuntimeError, match="lerp: expected dtype float for `weight` but got dtype double"):
         ember.lerp(x, x, ember.tensor([0.5, 0.5], dtype=ember.float64))
     assert ember.lerp(x, x * 3, ember.tensor(0.5, dtype=ember.float64)).tolist() == [2.0, 4.0]
+
+
+# ---- wrong values found by the long fuzz run (issue 8), torch as the oracle ------------------------------------------
+def _same_as_torch(ours, theirs) -> None:
+    """Same dtype and the same values, NaN where NaN and the sign of zero included."""
+    assert ours.dtype.name == str(theirs.dtype).split(".")[-1]
+    got, want = ours.numpy(), theirs.numpy()
+    np.testing.assert_array_equal(got, want)
+    if got.dtype.kind == "f":
+        number = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
+
+
+def test_square_of_bool_is_int64(torch_ref):
+    for values in ([True, False], [[True], [True]]):
+        _same_as_torch(ember.square(ember.tensor(values)), torch_ref.square(torch_ref.tensor(values)))
+
+
+NAN, INF = math.nan, math.inf
+HUGE_AND_SPECIAL = [1e20, -1e20, 9.3e18, -9.3e18, 2.5, -2.5, -0.3, -0.0, 0.0, INF, -INF, NAN, 4503599627370497.0]
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["trunc", "fix", "frac", "floor", "ceil", "round"])
+def test_rounding_of_huge_values_and_signed_zeros_match_torch(torch_ref, name, dt):
+    a = np.array(HUGE_AND_SPECIAL, dtype=dt)
+    _same_as_torch(getattr(ember, name)(ember.tensor(a)), getattr(torch_ref, name)(torch_ref.tensor(a)))
+
+
+@pytest.mark.parametrize("decimals", [-2, 2])
+def test_round_with_decimals_keeps_huge_values(torch_ref, decimals):
+    a = np.array([1e20, -1e20, 1.2345e300, 2.555, INF, NAN, 1e-300])
+    _same_as_torch(ember.round(ember.tensor(a), decimals=decimals),
+                   torch_ref.round(torch_ref.tensor(a), decimals=decimals))
+
+
+@pytest.mark.parametrize("name, kwargs", [("floor_divide", {}), ("remainder", {}), ("fmod", {}),
+                                          ("div", {"rounding_mode": "trunc"}), ("div", {"rounding_mode": "floor"})])
+def test_rounded_division_of_huge_values_and_infinities_matches_torch(torch_ref, name, kwargs):
+    x = np.array([1e20, -1e20, 3.0, -3.0, INF, -INF, NAN, 5.5, 1e17 + 2])
+    y = np.array([3.0, 7.0, 1e20, -1e20, 2.0, INF, 1.0, -INF, 3.0])
+    for a, b in ((x, y), (y, x)):  # fewer than 8 elements per call: torch's scalar (not SIMD) loop is the reference
+        for lo in (0, 5):
+            ours = getattr(ember, name)(ember.tensor(a[lo:lo + 5]), ember.tensor(b[lo:lo + 5]), **kwargs)
+            _same_as_torch(ours, getattr(torch_ref, name)(torch_ref.tensor(a[lo:lo + 5]),
+                                                         torch_ref.tensor(b[lo:lo + 5]), **kwargs))
+
+
+@pytest.mark.parametrize("dtypes", [("float64", "float32"), ("float16", "float16"), ("float32", "float16"),
+                                    ("int64", "int32"), ("int32", "float16")])
+@pytest.mark.parametrize("value", [1, 0.5, 2])
+def test_addcmul_and_addcdiv_compute_in_the_promoted_dtype(torch_ref, dtypes, value):
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.uniform(1, 10, 16).round(2) for _ in range(3))
+    inputs = [a.astype(dtypes[0]), b.astype(dtypes[1]), c.astype(dtypes[1])]
+    ops = ["addcmul"] + (["addcdiv"] if "float" in dtypes[1] else [])
+    for name in ops:
+        ours = getattr(ember, name)(*map(ember.tensor, inputs), value=value)
+        theirs = getattr(torch_ref, name)(*map(torch_ref.tensor, inputs), value=value)
+        assert ours.dtype.name == str(theirs.dtype).split(".")[-1]
+        # torch fuses addcmul's multiply-add; ember rounds the product first: at most an ulp apart
+        np.testing.assert_allclose(ours.numpy().astype(np.float64), theirs.numpy().astype(np.float64),
+                                   rtol=4 * float(np.finfo(ours.numpy().dtype).eps) if ours.dtype.is_floating_point
+                                   else 0)
+
+
+def test_addcmul_of_float64_input_keeps_float32_factors_exact(torch_ref):
+    """The fuzz case: float32 factors of a float64 input are multiplied in float64, not rounded to float32 first."""
+    x, t = torch_ref.tensor(2.739233746, dtype=torch_ref.float64), torch_ref.tensor(2.7392337)
+    expected = torch_ref.addcmul(x, t, t, value=2).item()
+    got = ember.addcmul(ember.tensor(2.739233746, dtype=ember.float64), ember.tensor(2.7392337),
+                        ember.tensor(2.7392337), value=2).item()
+    assert got == pytest.approx(expected, rel=1e-15)
+
+
+def test_addcmul_refuses_bool_and_casts_value_to_integers(torch_ref):
+    b = ember.tensor([True])
+    with pytest.raises(NotImplementedError, match='"addcmul_cpu_out" not implemented for \'Bool\''):
+        ember.addcmul(b, b, b)
+    ours = ember.addcmul(ember.tensor([1, 2]), ember.tensor([1, 2]), ember.tensor([3, 4]), value=0.5)
+    _same_as_torch(ours, torch_ref.addcmul(torch_ref.tensor([1, 2]), torch_ref.tensor([1, 2]),
+                                           torch_ref.tensor([3, 4]), value=0.5))
+
+
+@pytest.mark.parametrize("dtypes", [("int64", "int64"), ("int8", "int8"), ("uint8", "int8"), ("int32", "int64")])
+def test_integer_pow_with_negative_tensor_exponents_matches_torch(torch_ref, dtypes):
+    base = np.array([2, -1, 1, 0, 3, -2, 5, -1, 7]).astype(dtypes[0])  # -1 wraps to 255 in uint8
+    exponent = np.array([-1, -1, -3, -1, -2, -3, 0, -2, 2], dtype=dtypes[1])
+    _same_as_torch(ember.pow(ember.tensor(base), ember.tensor(exponent)),
+                   torch_ref.pow(torch_ref.tensor(base), torch_ref.tensor(exponent)))
+    _same_as_torch(ember.pow(ember.tensor(base), ember.tensor(-1)), torch_ref.pow(torch_ref.tensor(base),
+                                                                                   torch_ref.tensor(-1)))
+    _same_as_torch(ember.pow(2, ember.tensor(exponent)), torch_ref.pow(2, torch_ref.tensor(exponent)))
+

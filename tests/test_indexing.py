@@ -108,9 +108,8 @@ def test_setitem_matches_numpy(case, seed, value_kind):
         value, ember_value = 7, 7.9  # a float into an int tensor is cast (truncated) like torch
     else:
         vshape = target_shape if value_kind == "full" else target_shape[-1:]
-        value = np.arange(int(np.prod(vshape)), dtype=np.float64).reshape(vshape) + 0.25
-        ember_value = T(value)
-        value = value.astype(np.int64)
+        value = np.arange(int(np.prod(vshape)), dtype=np.int64).reshape(vshape) + 3
+        ember_value = T(value)  # in the tensor's dtype: torch's index_put takes no other
     expected = a.copy()
     expected[np_key(key)] = value
     x = ember.tensor(a.copy())
@@ -197,7 +196,7 @@ def test_op_errors():
         (lambda: fn("scatter_reduce")(x, 0, i, ember.ones(1, 2), "foo"), RuntimeError, "sum, prod, mean, amax"),
         (lambda: fn("scatter_add")(x, 0, T([[7]]), ember.ones(1, 1)), RuntimeError, "index 7 is out of bounds"),
         (lambda: fn("index_select")(x, 0, T([[0]])), IndexError, "Index is supposed to be a vector"),
-        (lambda: fn("index_select")(x, 0, T([3])), IndexError, "out of bounds"),
+        (lambda: fn("index_select")(x, 0, T([3])), IndexError, "index out of range in self"),
         (lambda: fn("index_select")(x, 0, T([1.0])), RuntimeError, "int32 or int64"),
         (lambda: fn("index_add")(x, 0, T([0]), ember.ones(1, 4, dtype=ember.float64)), RuntimeError, "same scalar"),
         (lambda: fn("index_add")(x, 0, T([0]), ember.ones(2, 4)), RuntimeError, "Number of indices \\(1\\)"),
@@ -341,10 +340,10 @@ def test_index_ops_match_numpy(shape, seed, n):
     src_shape = shape[:dim] + (n,) + shape[dim + 1:]
     src = rng.standard_normal(src_shape)
     x, i, s = ember.tensor(a), T(index), ember.tensor(src)
-    np.testing.assert_array_equal(fn("index_select")(x, dim, i).numpy(), np.take(a, pos, axis=dim))
+    # torch's index_select and index_add take no negative index
+    np.testing.assert_array_equal(fn("index_select")(x, dim, T(pos)).numpy(), np.take(a, pos, axis=dim))
     expected = a.copy()
     np.add.at(expected, (slice(None),) * dim + (pos,), 2 * src)
-    # torch's index_add takes no negative index
     np.testing.assert_allclose(fn("index_add")(x, dim, T(pos), s, alpha=2).numpy(), expected, rtol=1e-12)
     unique = np.unique(pos)
     first = np.array([np.flatnonzero(pos == u)[-1] for u in unique], dtype=np.int64)
@@ -683,3 +682,60 @@ def test_index_add_out_of_range_is_an_index_error():
     for bad in (5, -1):
         with pytest.raises(IndexError, match=f"index_add\\(\\): index {bad} is out of bounds for dimension 0"):
             ember.index_add(ember.ones(3), 0, ember.tensor([bad]), ember.ones(1))
+
+
+# ---- found by the long fuzz run (issue 8), torch as the oracle -------------------------------------------------------
+def _outcome(f):
+    """The exception's type name, or the result as a nested list."""
+    try:
+        return f().tolist()
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return type(e).__name__
+
+
+@pytest.mark.parametrize("shape, dim, index", [
+    ((2, 3), 1, 2), ((2, 3), 0, 1), ((), 0, 0), ((2, 3), 1, 5), ((2, 3), 1, -1), ((2, 3), 0, -1), ((2, 3), 0, [-1]),
+    ((2, 3, 4), 2, 5), ((2, 3, 4), 1, [-1]), ((4,), 0, [7]), ((4,), 0, -1), ((), 0, 1), ((), 0, [0, 0]),
+    ((0, 2), 1, 5), ((0, 2), 0, [1]), ((2, 0), 1, 0), ((0, 2, 3), 1, [-1]), ((0, 3), 0, [])])
+def test_index_select_values_and_errors_match_torch(torch_ref, shape, dim, index):
+    """0-d indices, no wrap-around of negative indices, and torch's error type for each of its code paths."""
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    ours = _outcome(lambda: ember.index_select(ember.tensor(a), dim, T(index, dtype=ember.int64)))
+    theirs = _outcome(lambda: torch_ref.index_select(torch_ref.tensor(a), dim, torch_ref.tensor(index,
+                                                                                                 dtype=torch_ref.long)))
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("key", [
+    lambda m: m.tensor([1, 2]), lambda m: [1, 2], lambda m: m.tensor([False, True, True, False]),
+    lambda m: [False, True, True, False], lambda m: (Ellipsis, m.tensor([1, 2])), lambda m: m.tensor(True),
+    lambda m: m.tensor(1), lambda m: 1, lambda m: slice(1, 3)])
+@pytest.mark.parametrize("value", [lambda m: m.tensor([1.7, -2.6]), lambda m: m.tensor(2.9), lambda m: 2.9,
+                                   lambda m: m.tensor([3, 4], dtype=m.int32), lambda m: m.tensor([3, 4]),
+                                   lambda m: m.tensor([[2.9]]), lambda m: m.tensor([[3, 4]])])
+def test_setitem_with_an_index_tensor_needs_the_value_in_the_dtype(torch_ref, key, value):
+    """Through index_put (an index tensor or list in the key) a value tensor of another dtype is an error; a number,
+    a one-element value under one mask (torch's masked_fill), or a basic key (a 0-d integer tensor is one), casts.
+    Leading size-1 dims of the value are dropped."""
+    def write(m):
+        x = m.zeros(4, dtype=m.int64)
+        x[key(m)] = value(m)
+        return x
+    assert _outcome(lambda: write(ember)) == _outcome(lambda: write(torch_ref))
+
+
+def test_setitem_into_an_empty_tensor_still_checks_the_value_dtype(torch_ref):
+    for m in (ember, torch_ref):
+        x = m.zeros(0, dtype=m.int64)
+        with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match, got Long "
+                                               "for the destination and Float for the source."):
+            x[m.tensor([], dtype=m.int64)] = m.tensor(1.5)
+        x[m.tensor([], dtype=m.int64)] = m.tensor(1)
+
+
+def test_setitem_converts_a_number_before_checking_the_key():
+    x = ember.zeros(3, 2, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int64_t without overflow"):
+        x[ember.tensor([0, 6]), ember.tensor([0, 4])] = float("nan")
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[ember.tensor([0, 6])] = 1

@@ -430,3 +430,16 @@ def test_against_torch(name, torch_ref):
 def test_stack_checks_the_dim_before_the_shapes():
     with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got -4"):
         ember.stack([ember.ones(2), ember.ones(0, 2)], -4)
+
+
+@pytest.mark.parametrize("shape, shifts, dims", [((1, 0, 3), -4, 3), ((1, 0, 3), -4, -4), ((3, 0, 4, 1), -5, -5),
+                                                 ((0, 2), (1, 1), (0, 9)), ((0,), 2, None), ((2, 0), 1, 1)])
+def test_roll_of_an_empty_tensor_ignores_dims(torch_ref, shape, shifts, dims):
+    """torch copies an empty tensor before looking at the dims (found by the long fuzz run, issue 8)."""
+    ours = ember.roll(ember.zeros(shape, dtype=ember.int64), shifts, dims)
+    theirs = torch_ref.roll(torch_ref.zeros(shape, dtype=torch_ref.int64), shifts, dims)
+    assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype is ember.int64
+    with pytest.raises(RuntimeError, match="shifts and dimensions must align"):
+        ember.roll(ember.zeros(shape), (1, 1), 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.roll(ember.zeros(2, 3), 1, 5)

@@ -600,3 +600,31 @@ def test_errors_match_torch(torch_ref):
         assert isinstance(ours.value, type(theirs.value).__mro__[1] if type(theirs.value).__name__ == "_LinAlgError"
                           else type(theirs.value)), label
         assert str(ours.value) == str(theirs.value), (label, str(ours.value), str(theirs.value))
+
+
+# ---- found by the long fuzz run (issue 8), torch as the oracle -------------------------------------------------------
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_cross_keeps_nan_and_inf_in_their_own_components(torch_ref, dt):
+    """Each component reads only its own two products: a NaN or inf elsewhere in the vectors stays out of it."""
+    nan, inf = math.nan, math.inf
+    rows_a = [[nan, 1.0, 2.0], [1.0, 2.0, 3.0], [-1.2, -6.5, 1e-30], [-1e20, 7.5, 1e20]]
+    rows_b = [[1.0, 2.0, 3.0], [inf, 0.0, 1.0], [nan, -4.6, -9.2], [nan, 2.6, 1.4e-45]]
+    if dt == "float32":  # a x a of huge values: torch's fused multiply-subtract gives rounding errors and inf
+        rows_a.append([-1e20, 7.5688767, 1e20])
+        rows_b.append(rows_a[-1])
+    a, b = np.array(rows_a, dtype=dt), np.array(rows_b, dtype=dt)
+    for dim in (-1, 1):
+        ours = M.cross(T(a), T(b), dim=dim).numpy()
+        theirs = torch_ref.linalg.cross(torch_ref.tensor(a), torch_ref.tensor(b), dim=dim).numpy()
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
+    ours = M.cross(T(a.T.copy()), T(b.T.copy()), dim=0).numpy()
+    np.testing.assert_array_equal(ours, torch_ref.linalg.cross(torch_ref.tensor(a.T.copy()),
+                                                               torch_ref.tensor(b.T.copy()), dim=0).numpy())
+
+
+def test_float32_cross_rounds_as_torch(torch_ref):
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((64, 3)).astype(np.float32) for _ in range(2))
+    np.testing.assert_array_equal(M.cross(T(a), T(b)).numpy(),
+                                  torch_ref.linalg.cross(torch_ref.tensor(a), torch_ref.tensor(b)).numpy())

@@ -241,3 +241,45 @@ def test_torch_namespace_exports():
         assert getattr(ember, name) is getattr(F, name)
     values, indices = ember.adaptive_max_pool1d(ember.tensor([[[1.0, 5.0, 2.0, 3.0]]]), 2)  # a pair, as torch's
     assert values.tolist() == [[[5.0, 3.0]]] and indices.tolist() == [[[1, 3]]]
+
+
+# ---- found by the long fuzz run (issue 8), torch as the oracle -------------------------------------------------------
+@pytest.mark.parametrize("name, shape, size", [
+    ("adaptive_avg_pool2d", (1, 2, 0, 0), (1, 1)), ("adaptive_avg_pool2d", (1, 2, 0, 3), 1),
+    ("adaptive_avg_pool2d", (2, 0, 3), 1), ("adaptive_avg_pool1d", (2, 3, 0), 1),
+    ("adaptive_avg_pool3d", (1, 2, 0, 0, 0), 1), ("adaptive_avg_pool2d", (2, 0, 4, 4), 2),
+    ("adaptive_avg_pool2d", (0, 4, 4), 2), ("adaptive_avg_pool2d", (0, 0, 4, 4), 2),
+    ("adaptive_avg_pool1d", (2, 0, 4), 2), ("adaptive_avg_pool1d", (0, 4), 2), ("adaptive_max_pool2d", (0, 4, 4), 2),
+    ("adaptive_max_pool1d", (0, 4), 2), ("adaptive_avg_pool3d", (0, 4, 4, 4), 2),
+    ("adaptive_max_pool3d", (0, 4, 4, 4), 2)])
+def test_adaptive_pooling_of_empty_inputs_matches_torch(torch_ref, name, shape, size):
+    """Empty channels pass where torch lets them; averaging to size 1 is a mean over the pooled dims (NaN when
+    they are empty)."""
+    ours = getattr(F, name)(ember.zeros(shape), size)
+    theirs = getattr(torch_ref.nn.functional, name)(torch_ref.zeros(shape), size)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("name, shape", [("adaptive_avg_pool2d", (2, 3, 0, 4)), ("adaptive_avg_pool2d", (3, 0, 4)),
+                                         ("adaptive_max_pool2d", (2, 0, 4, 4)), ("adaptive_max_pool2d", (1, 2, 0, 0)),
+                                         ("adaptive_avg_pool3d", (2, 0, 4, 4, 4)), ("adaptive_max_pool1d", (2, 0, 4)),
+                                         ("adaptive_avg_pool1d", (2, 3, 0))])
+def test_adaptive_pooling_still_refuses_empty_pooled_dims(torch_ref, name, shape):
+    with pytest.raises(RuntimeError, match="Expected input to have non-zero size for non-batch dimensions"):
+        getattr(torch_ref.nn.functional, name)(torch_ref.zeros(shape), 2)
+    with pytest.raises(RuntimeError, match="Expected input to have non-zero size for non-batch dimensions"):
+        getattr(F, name)(ember.zeros(shape), 2)
+
+
+def test_adaptive_average_to_one_is_the_mean(torch_ref):
+    x = _randn(2, 3, 5, 4)
+    ours = ember.tensor(x, requires_grad=True)
+    got = F.adaptive_avg_pool2d(ours, 1)
+    expected = torch_ref.nn.functional.adaptive_avg_pool2d(torch_ref.tensor(x), 1).numpy()
+    assert got.shape == (2, 3, 1, 1)
+    np.testing.assert_allclose(got.detach().numpy(), expected, rtol=1e-12, atol=1e-15)
+    got.sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), np.full(x.shape, 1 / 20), rtol=1e-14)
+    with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+        F.adaptive_avg_pool2d(ember.zeros(2, 3, 4, dtype=ember.int64), 1)

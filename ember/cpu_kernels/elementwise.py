@@ -203,7 +203,8 @@ def binary_same_layout(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | 
         return None
     n = a.size
     if not parallel_pays(n) and code in _SMALL_UFUNCS and a.dtype.kind != "b":
-        return _SMALL_UFUNCS[code](a, b)
+        with np.errstate(all="ignore"):  # inf and NaN are results, as from the kernels, not warnings
+            return _SMALL_UFUNCS[code](a, b)
     out = host_cache.empty(a.shape, a.dtype)
     if n:
         serial, parallel, _ = _kernels(BINARY, code)

@@ -20,8 +20,8 @@ _INF = math.inf
 
 @inline
 def _ffloor(x):
-    """floor as a float: ``math.floor`` returns an int64, which is wrong for NaN, inf and |x| >= 2**63."""
-    if x != x or abs(x) >= 4503599627370496.0:   # NaN, inf, or a float already integral (>= 2**52)
+    """floor as a float: ``math.floor`` returns an int64, which is wrong for NaN, inf, -0.0 and |x| >= 2**63."""
+    if x != x or x == 0 or abs(x) >= 4503599627370496.0:   # NaN, a signed zero, inf, or already integral (>= 2**52)
         return x
     return float(math.floor(x))
 
@@ -365,14 +365,15 @@ def round_half_even(x):
 
 @inline
 def trunc(x):
-    return math.trunc(x) if x == x and x != _INF and x != -_INF else x
+    # not ``math.trunc``, which returns an int64 (wrong for |x| >= 2**63, inf and NaN); the sign keeps -0.0 as torch
+    return math.copysign(_ffloor(abs(x)), x)
 
 
 @inline
 def frac(x):
     if x == _INF or x == -_INF:
         return _NAN
-    return x - math.trunc(x) if x == x else x
+    return x - trunc(x)
 
 
 @inline
@@ -594,6 +595,12 @@ def int_fmod(x, y):
 
 @inline
 def int_power(x, y):
+    if y < 0:  # torch's integer pow: 1 and -1 keep a magnitude of 1, every other base truncates to 0
+        if x == 1:
+            return 1
+        if x == -1:
+            return -1 if y & 1 else 1
+        return 0
     result = 1
     base = x
     e = y

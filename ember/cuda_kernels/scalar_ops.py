@@ -9,7 +9,6 @@ NumPy scalars) get a device twin here.
 from __future__ import annotations
 
 import functools
-import math
 
 from numba import cuda
 
@@ -23,23 +22,7 @@ def _sign(x):
     return (x > 0) * 1 - (x < 0) * 1
 
 
-def _trunc(x):
-    # NumPy's float32 has no ``__trunc__`` (the simulator's ``math.trunc`` fails on it); floor/ceil fall back
-    if x != x or x == math.inf or x == -math.inf:
-        return x
-    return math.floor(x) if x >= 0 else math.ceil(x)
-
-
-_device_trunc = cuda.jit(device=True)(_trunc)
-
-
-def _frac(x):
-    if x == math.inf or x == -math.inf:
-        return math.nan
-    return x - _device_trunc(x) if x == x else x
-
-
-OVERRIDES = {"sign": _sign, "trunc": _trunc, "frac": _frac}
+OVERRIDES = {"sign": _sign}
 
 
 @functools.cache

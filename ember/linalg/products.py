@@ -6,10 +6,11 @@ from typing import Sequence
 
 import numpy as np
 
+from ..tensor.dtypes import float32
 from ..tensor.elementwise import _dtype_name
 from ..tensor.matmul import matmul
 from ..tensor.tensor import Tensor, _wrap_dim
-from ._common import check_tensor, constant
+from ._common import check_tensor
 from .inverses import inv
 from ..tensor.out_arg import with_out
 
@@ -95,10 +96,6 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     return result
 
 
-_ROLL = {shift: np.array([[1.0 if i == (j + shift) % 3 else 0.0 for j in range(3)] for i in range(3)])
-         for shift in (1, 2)}
-
-
 @with_out
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (other dims broadcast)."""
@@ -112,10 +109,16 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
                            f"{other.shape[d]}")
-    a, b = input.movedim(d, -1), other.movedim(d, -1)
-    roll1, roll2 = constant(_ROLL[1], a), constant(_ROLL[2], a)       # (x @ roll_k)[j] = x[(j + k) % 3]
-    result = matmul(a, roll1) * matmul(b, roll2) - matmul(a, roll2) * matmul(b, roll1)
-    return result.movedim(-1, d)
+    # component j is a[j+1] * b[j+2] - a[j+2] * b[j+1] (indices mod 3): each reads only its own two products, so a
+    # NaN or inf elsewhere in the vectors stays out of it, as in torch
+    a1, a2 = input.roll(-1, d), input.roll(-2, d)     # x.roll(-k, d)[j] = x[(j + k) % 3]
+    b1, b2 = other.roll(-1, d), other.roll(-2, d)
+    if input.dtype is float32:
+        # torch's kernel fuses the first product into the subtraction (one rounding, no overflow inside): in float64
+        # that product is exact, so one rounding of the float64 difference gives torch's float32 result. float64
+        # has no wider dtype here: it rounds the product too (an ulp off torch, or NaN where torch's sum overflows).
+        return (a1.double() * b2.double() - (a2 * b1).double()).float()
+    return a1 * b2 - a2 * b1
 
 
 @with_out

@@ -158,6 +158,8 @@ def unary(name: str, x: Any) -> Tensor:
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
     if name in _IDENTITY_ON_INTEGERS and not x.dtype.is_floating_point:
         return x.clone()
+    if name == "square" and x.dtype is dtypes.bool:  # torch squares as pow(x, 2), and bool ** int is int64
+        x = x.to(dtypes.int64)
     if x.dtype is dtypes.bool and name in ("neg",):
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
@@ -331,7 +333,8 @@ def _int_or_float(int_code: int, float_code: int):
 
 
 def _pow_validate(cls, a, b, arrays, cdt):
-    if not cdt.is_floating_point and arrays[1].size and np.any(arrays[1] < 0):
+    # only a negative Python-number exponent is refused: a tensor of negative exponents gives torch's integer results
+    if not cdt.is_floating_point and not isinstance(b, Tensor) and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
@@ -658,9 +661,23 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     return Lerp.apply(input, end, weight)
 
 
+def _addc(op: str, combine: Callable, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
+    """``input + combine(value * tensor1, tensor2)`` as torch computes it: in the compute dtype of all three tensors'
+    dtype (float32 for float16, so a float64 ``input`` keeps the product in float64), ``value`` cast to that dtype
+    first (0.5 is 0 for integers), rounded to the result dtype once at the end. torch fuses the multiply-add of
+    addcmul, which this rounds twice: at most an ulp off."""
+    dt = dtypes.result_type_of((input, tensor1, tensor2))
+    if dt is dtypes.bool:
+        raise NotImplementedError(f'"{op}_cpu_out" not implemented for \'Bool\'')
+    wide = compute_dtype(dt)
+    scale = float(value) if dt.is_floating_point else int(value)
+    t1 = tensor1.to(wide)
+    return add(input, combine(t1 if scale == 1 else mul(t1, scale), tensor2.to(wide))).to(dt)
+
+
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
-    return add(input, mul(tensor1, tensor2), alpha=value)
+    return _addc("addcmul", mul, input, tensor1, tensor2, value)
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
@@ -670,7 +687,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
             "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
             "a true division of tensor1 and tensor2."
         )
-    return add(input, div(tensor1, tensor2), alpha=value)
+    return _addc("addcdiv", div, input, tensor1, tensor2, value)
 
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:

@@ -284,25 +284,66 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value``: cast to ``x``'s dtype, broadcast, written in place; differentiable in both."""
-    if x._array.size == 0:  # nothing to write: only check the key
+    if isinstance(value, (int, float, np.number)):
+        check_number_fits(value, x.dtype)  # torch converts the value before it looks at the key
+    if x._array.size == 0:  # nothing to write: only check the key and the value
         getitem(x, key)
+        _check_put_value(x, key, value)
         return
+    value = _drop_leading_ones(value)
     if _is_basic(key):
         views.setitem(x, _basic_view_key(key), value)
         return
     basic, adv = split_key(x.shape, key)
+    _check_put_value(x, key, value)
     target = x if basic is None else views.getitem(x, basic)
     if adv is None:
         copy_(target, value)
         return
-    values = _value_tensor(value, x.dtype)
-    target_ndim = len(_indexed_shape(target.shape, adv))
-    while values.ndim > target_ndim and values.shape[0] == 1:  # torch drops leading 1s of the value
-        values = values.squeeze(0)
+    values = _drop_leading_ones(_value_tensor(value, x.dtype))
     inplace(target, "index_put", lambda s: IndexPut.apply(s, values, adv, False))
 
 
+def _drop_leading_ones(value: Any) -> Any:
+    """A value tensor without its leading size-1 dims, as torch writes it (so a [1, 1] value fits a 0-d target)."""
+    if not isinstance(value, Tensor):
+        return value
+    shape = tuple(value.shape)
+    ones = next((i for i, n in enumerate(shape) if n != 1), len(shape))
+    return value.reshape(shape[ones:]) if ones else value
+
+
 # ----------------------------------------------------------------------------- checks
+def _is_index_item(item: Any) -> bool:
+    """Whether torch indexes with ``item`` through index_put: a tensor (but a 0-d integer one is a plain int) or a
+    sequence."""
+    if isinstance(item, Tensor):
+        return not (item.ndim == 0 and item.dtype in (dtypes.int64, dtypes.int32))
+    return isinstance(item, (list, tuple, np.ndarray))
+
+
+def _is_mask(item: Any) -> bool:
+    if isinstance(item, Tensor):
+        return item.ndim > 0 and item.dtype in (dtypes.bool, dtypes.uint8)
+    return np.asarray(item).dtype == np.bool_
+
+
+def _check_put_value(x: Tensor, key: Any, value: Any) -> None:
+    """Through index_put torch takes a value tensor only in ``x``'s dtype. Numbers cast, and so does a one-element
+    value under a single mask (torch fills it with masked_fill)."""
+    if not isinstance(value, Tensor) or value.dtype is x.dtype:
+        return
+    indices = [item for item in _as_items(key) if _is_index_item(item)]
+    if indices and not (value.numel() == 1 and len(indices) == 1 and _is_mask(indices[0])):
+        _check_put_dtype(x, value)
+
+
+def _check_put_dtype(x: Tensor, values: Tensor) -> None:
+    if values.dtype is not x.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_dtype_name(x.dtype)} "
+                           f"for the destination and {_dtype_name(values.dtype)} for the source.")
+
+
 def _check_same_dtype(x: Tensor, other: Tensor, message: str) -> None:
     if x.dtype is not other.dtype:
         raise RuntimeError(message.format(self=_dtype_name(x.dtype), other=_dtype_name(other.dtype)))
@@ -320,15 +361,18 @@ def _index_array(op: str, index: Any, allowed: tuple = (np.int64, np.int32), mes
 
 
 def _vector_key(op: str, x: Tensor, dim: int, index: Tensor, error: type, prefix: str = "",
-                vector_message: str | None = None, wrap: bool = True, **kw: Any) -> tuple[int, Key]:
-    """Check a 0-d/1-d index into dim ``dim`` (negatives count from the end when ``wrap``); the key selecting it."""
+                vector_message: str | None = None, wrap: bool = True,
+                out_of_range: Callable[[int, int, int], Exception] | None = None, **kw: Any) -> tuple[int, Key]:
+    """Check a 0-d/1-d index into dim ``dim`` (negatives count from the end when ``wrap``); the key selecting it.
+    A bad value raises ``out_of_range(value, dim, size)`` when given, else ``error`` with ember's message."""
     d = _wrap_dim(dim, x.ndim, op)
     arr = _index_array(op, index, **kw)
     if arr.ndim > 1:
         raise IndexError(vector_message or f"{op}(): Index is supposed to be a vector")
     size = x.shape[d] if x.ndim else 1
-    arr = check_range(arr.reshape(-1), size, lambda v: error(
-        f"{prefix}index {v} is out of bounds for dimension {d} with size {size}"), wrap=wrap)
+    make_error = out_of_range or (lambda v, d, n: error(f"{prefix}index {v} is out of bounds for dimension {d} with "
+                                                        f"size {n}"))
+    arr = check_range(arr.reshape(-1), size, lambda v: make_error(v, d, size), wrap=wrap)
     return d, (slice(None),) * d + (arr,)
 
 
@@ -337,11 +381,26 @@ def _flat_if_scalar(x: Tensor) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- index_* ops
+def _index_select_range_error(x: Tensor) -> Callable[[int, int, int], Exception]:
+    """torch's index_select error for an index outside [0, size): its 2-d+ paths along dim 1 or over an empty
+    tensor raise RuntimeError, the others IndexError."""
+    def error(value: int, d: int, size: int) -> Exception:
+        if x.ndim > 1 and size == 0:
+            return RuntimeError("index_select(): self indexing axis dim should be positive")
+        if x.ndim > 1 and (d == 1 or x.numel() == 0):
+            return RuntimeError(f"INDICES element is out of DATA bounds, id={value} axis_dim={size}")
+        return IndexError("index out of range in self")
+    return error
+
+
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    """The slices of ``input`` at ``index`` along ``dim`` (a copy; duplicates allowed)."""
-    d, key = _vector_key("index_select", input, dim, index, IndexError,
+    """The slices of ``input`` at ``index`` along ``dim`` (a copy; duplicates allowed; no negative indices)."""
+    d, key = _vector_key("index_select", input, dim, index, IndexError, wrap=False,
+                         out_of_range=_index_select_range_error(input),
                          message="index_select(): Expected dtype int32 or int64 for index")
     if input.ndim == 0:
+        if key[-1].size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {key[-1].size} value(s)")
         return IndexGet.apply(input.reshape(1), key).reshape(())
     return IndexGet.apply(input, key)
 
@@ -405,10 +464,7 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumula
     for i, t in enumerate(indices):
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 1, but got {type(t).__name__}")
-    if values.dtype is not input.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_dtype_name(input.dtype)} for the destination and {_dtype_name(values.dtype)} for the "
-                           "source.")
+    _check_put_dtype(input, values)
     _, key = split_key(input.shape, tuple(indices), ints_select=False)
     if key is None:  # only bool scalars / nothing: behave as a full write
         key = (slice(None),)

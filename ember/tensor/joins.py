@@ -251,6 +251,8 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
         raise RuntimeError("`shifts` required")
     if dims is None and len(shifts) != 1 or dims is not None and len(dims) != len(shifts):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims or ())}")
+    if input.numel() == 0:  # torch returns a copy before looking at dims
+        return clone(input)
     if dims is not None:
         if input.ndim == 0:
             raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")

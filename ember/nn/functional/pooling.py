@@ -272,20 +272,22 @@ def _sliding(kind: str, op: str, x: Tensor, nd: int, kernel_size: Any, stride: A
                             int(divisor_override or 0))
 
 
-def _adaptive(op: str, x: Any, nd: int, output_size: Any) -> Windows:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
-    if x.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {list(x.shape)}")
-    for i in range(x.ndim - nd - 1, x.ndim):
+# Adaptive pools whose emptiness check covers only the pooled dims (torch's 1-d average pool runs the 2-d one).
+_CHECKS_POOLED_DIMS_ONLY = ("adaptive_avg_pool1d", "adaptive_avg_pool2d")
+
+
+def _check_adaptive_nonempty(op: str, x: Tensor, nd: int) -> None:
+    """torch's check of the non-batch dims: the pooled dims for 1-/2-d average pooling, every dim after the first
+    for the others (so an unbatched input may have no channels)."""
+    first = x.ndim - nd if op in _CHECKS_POOLED_DIMS_ONLY else 1
+    for i in range(first, x.ndim):
         if x.shape[i] == 0:
             raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input "
                                f"has sizes {list(x.shape)} with dimension {i} being empty")
-    if not x.dtype.is_floating_point:
-        from ...tensor.elementwise import _dtype_name
 
-        raise NotImplementedError(f"\"{op}\" not implemented for '{_dtype_name(x.dtype)}'")
-    spatial = tuple(x.shape[x.ndim - nd:])
+
+def _adaptive_sizes(op: str, spatial: tuple, nd: int, output_size: Any) -> tuple[int, ...]:
+    """The output size, ``None`` entries taking the input's size."""
     sizes = (output_size,) * nd if isinstance(output_size, (int, np.integer)) else tuple(output_size)
     if len(sizes) != nd:
         raise RuntimeError(f"{op}() argument 'output_size' should contain {_WORDS[nd]} int"
@@ -294,6 +296,27 @@ def _adaptive(op: str, x: Any, nd: int, output_size: Any) -> Windows:
     if any(o < 0 for o in sizes):
         raise RuntimeError(f"{op}(): elements of output_size must be greater than or equal to 0 but received "
                            f"{list(sizes)}")
+    return sizes
+
+
+def _adaptive(op: str, x: Any, nd: int, output_size: Any) -> Windows:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {list(x.shape)}")
+    spatial = tuple(x.shape[x.ndim - nd:])
+    sizes = _adaptive_sizes(op, spatial, nd, output_size)
+    # torch averages to size 1 by a mean over the pooled dims (see ``_adaptive_avg``), which checks no sizes
+    is_mean = op.startswith("adaptive_avg") and all(o == 1 for o in sizes)
+    if not is_mean:
+        _check_adaptive_nonempty(op, x, nd)
+    if not x.dtype.is_floating_point:
+        from ...tensor.elementwise import _dtype_name
+
+        if is_mean:
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                               f"or complex dtype. Got: {_dtype_name(x.dtype)}")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_dtype_name(x.dtype)}'")
     return _adaptive_windows(spatial, sizes)
 
 
@@ -370,19 +393,27 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
+def _adaptive_avg(nd: int, input: Tensor, output_size: Any) -> Tensor:
+    """Adaptive mean pooling; to size 1 it is, as in torch, a mean over the pooled dims (NaN over empty ones)."""
+    win = _adaptive(f"adaptive_avg_pool{nd}d", input, nd, output_size)
+    if win.out_size == (1, 1, 1):
+        return input.mean(tuple(range(-nd, 0)), keepdim=True)
+    return _AvgPool.apply(input, win, nd)
+
+
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling to a given length: window o spans [floor(o*L/out), ceil((o+1)*L/out))."""
-    return _AvgPool.apply(input, _adaptive("adaptive_avg_pool1d", input, 1, output_size), 1)
+    return _adaptive_avg(1, input, output_size)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling to a given (H, W); None keeps that dim's size."""
-    return _AvgPool.apply(input, _adaptive("adaptive_avg_pool2d", input, 2, output_size), 2)
+    return _adaptive_avg(2, input, output_size)
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling to a given (D, H, W); None keeps that dim's size."""
-    return _AvgPool.apply(input, _adaptive("adaptive_avg_pool3d", input, 3, output_size), 3)
+    return _adaptive_avg(3, input, output_size)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:

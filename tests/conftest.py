@@ -32,6 +32,23 @@ settings.register_profile("ember", derandomize=True, deadline=None, database=Non
 settings.load_profile("ember")
 
 
+@pytest.fixture(scope="module")
+def custom_op_example():
+    """examples/custom_op.py imported as the module ``custom_op``. Not ``runpy.run_path``: Numba's disk cache records
+    each kernel's module by name and imports it again when a later process loads the kernel (``python
+    examples/custom_op.py`` can import ``custom_op`` from its own folder; it cannot import run_path's stand-in)."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[1] / "examples")
+    sys.path.insert(0, examples)
+    try:
+        return importlib.import_module("custom_op")
+    finally:
+        sys.path.remove(examples)
+
+
 @pytest.fixture
 def torch_ref():
     """The real PyTorch module, or skip the test cleanly when it is not installed."""

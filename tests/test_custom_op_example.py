@@ -2,30 +2,19 @@
 layer, its gradients, its errors, and its command line run end to end (small sizes)."""
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ember
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SMALL_RUN = ["--steps", "8", "--hidden", "8", "--images", "64", "--bench-rows", "16", "--bench-cols", "8",
              "--repeats", "1"]
 
 
 @pytest.fixture(scope="module")
-def example():
-    """The example imported as the module ``custom_op``. Not ``runpy.run_path``: Numba's disk cache records each
-    kernel's module by name and imports it again when a later process loads the kernel (``python
-    examples/custom_op.py`` can import ``custom_op`` from its own folder; it cannot import run_path's stand-in)."""
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return importlib.import_module("custom_op")
-    finally:
-        sys.path.remove(str(EXAMPLES))
+def example(custom_op_example):
+    return custom_op_example
 
 
 @pytest.fixture(scope="module")

@@ -373,6 +373,11 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepd
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
+def _norm_backward_operands(ctx, g: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """A norm's saved input, and its result and incoming gradient broadcast back to the input's shape."""
+    x, y = ctx.saved_tensors
+    return x, _expand_back(y, x.shape, ctx.dims, ctx.keepdim), _expand_back(g, x.shape, ctx.dims, ctx.keepdim)
+
 class Norm2(Function):
     """The Euclidean norm; its gradient is 0 (not NaN) at the zero vector, as in torch.
 
@@ -392,9 +397,7 @@ class Norm2(Function):
     def backward(ctx, g):
         from .elementwise import where
 
-        x, y = ctx.saved_tensors
-        y = _expand_back(y, x.shape, ctx.dims, ctx.keepdim)
-        g = _expand_back(g, x.shape, ctx.dims, ctx.keepdim)
+        x, y, g = _norm_backward_operands(ctx, g)
         return g * x / where(y == 0, 1.0, y) * (y != 0), None, None
 
 
@@ -414,9 +417,7 @@ class PNorm(Function):
     def backward(ctx, g):
         from .elementwise import where
 
-        x, y = ctx.saved_tensors
-        y = _expand_back(y, x.shape, ctx.dims, ctx.keepdim)
-        g = _expand_back(g, x.shape, ctx.dims, ctx.keepdim)
+        x, y, g = _norm_backward_operands(ctx, g)
         power = ctx.p - 1
         grad = g * x.sign() * x.abs().pow(power) / where(y == 0, 1.0, y).pow(power)
         return where(y == 0, 0.0, grad), None, None, None

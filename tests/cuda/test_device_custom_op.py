@@ -2,28 +2,16 @@
 ``--device cuda`` (tiny sizes: the simulator runs every GPU thread as Python)."""
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ember
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
 
 @pytest.fixture(scope="module")
-def example():
-    """The example imported as the module ``custom_op``. Not ``runpy.run_path``: Numba's disk cache records each
-    kernel's module by name and imports it again when a later process loads the kernel (``python
-    examples/custom_op.py`` can import ``custom_op`` from its own folder; it cannot import run_path's stand-in)."""
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return importlib.import_module("custom_op")
-    finally:
-        sys.path.remove(str(EXAMPLES))
+def example(custom_op_example):
+    return custom_op_example
 
 
 def test_main_runs_on_cuda(example):

@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, Callable, Union
 
 import numpy as np
 
+from .cpu_kernels.layout import root_array
 from .tensor import dtypes
 from .tensor._dispatch import on_device
 from .tensor.device import as_device, device as _device
@@ -58,13 +59,6 @@ def _pad(n: int) -> int:
 
 
 # ---- saving ------------------------------------------------------------------------------------------------------
-
-def _root_buffer(a: np.ndarray) -> np.ndarray:
-    """The ndarray at the bottom of ``a``'s chain of views: the memory its storage is."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
-
 
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
@@ -165,7 +159,7 @@ class _Writer:
         """Where ``a`` lies in its storage: the storage index, byte offset and byte strides."""
         if a.dtype.name not in _NP_DTYPES:
             raise TypeError(f"ember.save cannot store arrays of dtype {a.dtype} (at {where})")
-        root = _root_buffer(a)
+        root = root_array(a)
         shares = (root.flags.c_contiguous or root.flags.f_contiguous) and root.dtype.isnative
         if not shares:  # a buffer we cannot describe as one flat run of bytes: save a compact copy
             root = a = np.ascontiguousarray(a)

@@ -23,6 +23,13 @@ def element_strides(a: np.ndarray) -> tuple[int, ...]:
     return tuple(out)
 
 
+def root_array(a: np.ndarray) -> np.ndarray:
+    """The ndarray at the bottom of ``a``'s chain of views: the one whose memory ``a`` sees."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
 def flat_buffer(a: np.ndarray) -> tuple[np.ndarray, int]:
     """A 1-D view over all of ``a``'s elements and the offset of ``a[0, ..., 0]`` in it.
 

@@ -17,24 +17,18 @@ from typing import Any
 import numpy as np
 
 from ..autograd.function import Function
+from ..cpu_kernels.layout import root_array
 from .tensor import Tensor
 
 _PINNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _IN_FLIGHT: collections.deque = collections.deque()  # (event, host array) of copies that may still be running
 
 
-def _root(array: np.ndarray) -> np.ndarray:
-    """The ndarray owning ``array``'s memory (the bottom of its chain of views)."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
-
-
 def is_pinned_array(array: Any) -> bool:
     """Whether ``array`` is a host array in pinned memory (any view of a pinned buffer counts)."""
     if type(array) is not np.ndarray:
         return False
-    root = _root(array)
+    root = root_array(array)
     return _PINNED.get(id(root)) is root
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..autograd.function import AccumulateGrad, RemovableHandle
 from ..autograd.grad_mode import is_grad_enabled
+from ..cpu_kernels.layout import root_array
 from . import dtypes
 from .device import CPU, array_device, as_device
 
@@ -131,9 +132,7 @@ class Tensor:
     def storage_offset(self) -> int:
         if type(self._array) is not np.ndarray:
             return self._array.offset
-        base = self._array
-        while isinstance(base.base, np.ndarray):
-            base = base.base
+        base = root_array(self._array)
         return (self._array.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // self._array.itemsize
 
     def data_ptr(self) -> int:

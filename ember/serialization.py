@@ -204,6 +204,7 @@ def _write_atomic(path: str, chunks: list) -> None:
     """Write to a fresh file beside ``path``, fsync it, then rename it over ``path``."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    _remove_abandoned_temporaries(folder, os.path.basename(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
     try:
@@ -218,6 +219,34 @@ def _write_atomic(path: str, chunks: list) -> None:
             os.unlink(tmp)
         raise
     _fsync_folder(folder)
+
+
+def _remove_abandoned_temporaries(folder: str, name: str) -> None:
+    """Delete temporaries of ``name`` whose writer process is gone (killed mid-save), so they don't pile up."""
+    prefix = f".{name}."
+    try:
+        candidates = [e for e in os.listdir(folder) if e.startswith(prefix) and e.endswith(".tmp")]
+    except OSError:
+        return
+    for entry in candidates:
+        pid = entry[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            try:
+                os.unlink(os.path.join(folder, entry))
+            except OSError:
+                pass
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists under another user, or the platform cannot tell: leave its file alone
+    return True
 
 
 def _fsync_folder(folder: str) -> None:
@@ -490,7 +519,8 @@ def load(f: FileLike, map_location: Any = None, pickle_module: Any = None, *, we
          mmap: bool | None = None, **pickle_load_args: Any) -> Any:
     """Load what ``ember.save`` wrote. Runs no code from the file whatever ``weights_only`` says.
 
-    ``mmap=True`` (paths only) maps tensor bytes copy-on-write instead of reading them.
+    ``mmap=True`` (paths only) maps tensor bytes copy-on-write instead of reading them; their checksums are
+    then not verified (that would read every byte, which mapping exists to avoid). The header is always checked.
     """
     place = _placement(map_location)
     name = _name(f)

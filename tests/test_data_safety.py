@@ -64,6 +64,17 @@ def test_writer_killed_mid_save_leaves_a_loadable_previous_version(tmp_path):
     assert all(name.startswith(".ckpt.ember.") and name.endswith(".tmp") for name in leftovers)
     save({"version": newest + 1, "w": ember.full((1_000_000,), float(newest + 1)), "tail": [newest + 1] * 3}, path)
     assert _check_saved_version(path, newest + 1) == newest + 1
+    assert os.listdir(tmp_path) == ["ckpt.ember"]  # the next save removed the dead writers' temporaries
+
+
+def test_save_keeps_temporaries_of_live_writers(tmp_path):
+    path = tmp_path / "ckpt.ember"
+    live = tmp_path / f".ckpt.ember.{os.getppid()}.abcd.tmp"  # a save in progress in a process that is alive
+    other = tmp_path / ".other.ember.1.abcd.tmp"  # another file's temporary
+    for p in (live, other):
+        p.write_bytes(b"partial")
+    save([1], path)
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.ember", live.name, other.name])
 
 
 class RunsCodeWhenUnpickled:

@@ -99,6 +99,17 @@ def test_embedding_bag_matches_torch(torch_ref, mode, padding_idx, offsets, incl
                                                  **kwargs), [(w, tw)])
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_float16_matches_torch(torch_ref, mode):
+    """float16 weights (max mode's kernel compares them widened to float32, which is exact)."""
+    w = np.random.default_rng(3).standard_normal((6, 3)).astype(np.float16)
+    ours = F.embedding_bag(ember.tensor(BAG_INPUT), ember.tensor(w), ember.tensor([0, 2, 5]), mode=mode)
+    theirs = torch_ref.nn.functional.embedding_bag(torch_ref.tensor(BAG_INPUT), torch_ref.tensor(w),
+                                                   torch_ref.tensor([0, 2, 5]), mode=mode)
+    assert ours.dtype == ember.float16
+    np.testing.assert_allclose(ours.numpy().astype(np.float64), theirs.numpy().astype(np.float64), rtol=1e-3)
+
+
 def test_embedding_bag_2d_input_and_per_sample_weights(torch_ref):
     w, tw = _weights(torch_ref)
     p = np.random.default_rng(5).standard_normal(INDICES.shape)

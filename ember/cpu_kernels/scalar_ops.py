@@ -15,6 +15,8 @@ from numba import njit
 inline = njit(inline="always", cache=False)
 
 _NAN = math.nan
+# NumPy's fmod (Numba has no math.fmod on the CPU); the CUDA build rebinds the name to math.fmod, its device form
+_fmod = np.fmod
 _INF = math.inf
 
 
@@ -493,7 +495,7 @@ def floor_divide(x, y):
     # torch's div_floor: exact through fmod, then rounded to the nearest integer quotient
     if y == 0:
         return x / y
-    mod = np.fmod(x, y)
+    mod = _fmod(x, y)
     quot = (x - mod) / y
     if mod != 0 and (y < 0) != (mod < 0):
         quot -= 1.0
@@ -514,7 +516,7 @@ def trunc_divide(x, y):
 def remainder(x, y):
     if y == 0:
         return _NAN
-    mod = np.fmod(x, y)
+    mod = _fmod(x, y)
     if mod != 0 and (y < 0) != (mod < 0):
         mod += y
     return mod
@@ -524,7 +526,7 @@ def remainder(x, y):
 def fmod(x, y):
     if y == 0:
         return _NAN
-    return np.fmod(x, y)
+    return _fmod(x, y)
 
 
 @inline

@@ -9,6 +9,8 @@ NumPy scalars) get a device twin here.
 from __future__ import annotations
 
 import functools
+import math
+import types
 
 from numba import cuda
 
@@ -23,6 +25,9 @@ def _sign(x):
 
 
 OVERRIDES = {"sign": _sign}
+# Globals of the CPU definitions that the device spells differently: numba-cuda types math.fmod, not np.fmod
+# (fmod is exact, so the simulator's float64 result of float32 operands is the same number).
+DEVICE_GLOBALS = {"_fmod": math.fmod}
 
 
 @functools.cache
@@ -31,5 +36,15 @@ def device_function(name: str):
     py_func = OVERRIDES.get(name)
     if py_func is None:
         source = getattr(_cpu, name, None) or getattr(_cpu_reductions, name)
-        py_func = source.py_func
+        py_func = _rebound(source.py_func)
     return cuda.jit(device=True)(py_func)
+
+
+def _rebound(py_func: types.FunctionType) -> types.FunctionType:
+    """``py_func`` reading ``DEVICE_GLOBALS`` in place of its module's names (itself when it uses none)."""
+    names = DEVICE_GLOBALS.keys() & set(py_func.__code__.co_names)
+    if not names:
+        return py_func
+    namespace = {**py_func.__globals__, **{n: DEVICE_GLOBALS[n] for n in names}}
+    return types.FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__,
+                              py_func.__closure__)

@@ -18,9 +18,10 @@ from .ndarray import NdarrayProtocol, to_device_operand
 
 __all__ = ["DeviceStorage", "SUPPORTED_DTYPES", "c_strides"]
 
-# dtypes the CUDA kernels handle (float16 is not among them yet); uint32 holds dropout's random bits.
+# dtypes CUDA storage holds; uint32 holds dropout's random bits. float16 is stored as such and computed in float32
+# (the tensor layer widens it before arithmetic kernels, as on the CPU and in torch).
 SUPPORTED_DTYPES = frozenset(np.dtype(t) for t in (
-    np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint32, np.float32, np.float64))
+    np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint32, np.float16, np.float32, np.float64))
 
 
 def c_strides(shape: Sequence[int]) -> tuple[int, ...]:

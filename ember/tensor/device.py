@@ -82,6 +82,10 @@ def as_device(value: Any) -> device:
         if not 0 <= index < cuda.device_count():
             raise RuntimeError(f"CUDA error: invalid device ordinal (device '{dev}' requested, "
                                f"{cuda.device_count()} device(s) available)")
+        if index != 0:  # say so rather than put the data on cuda:0 behind the user's back
+            raise RuntimeError(f"ember: device '{dev}' requested, but ember places CUDA tensors on cuda:0 only "
+                               "for now (multi-GPU placement is not implemented); use CUDA_VISIBLE_DEVICES to "
+                               "choose the GPU")
         return cuda_device(index)
     if dev.type != "cpu":
         raise RuntimeError(f"ember: device '{dev}' is not available; ember runs tensors on the CPU and CUDA")

@@ -302,3 +302,43 @@ def test_op_matches_cpu(name, specs, fn, differentiable):
             np.testing.assert_allclose(_values(g.grad), _values(c.grad), rtol=1e-10, atol=1e-12)
             checked += 1
     assert checked, f"{name}: no input received a gradient"
+
+
+def _run_half(fn, specs, device, seed):
+    """``_run`` with the floating inputs in float16 (what a model moved with ``.half()`` computes on)."""
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for s in specs:
+        x = _make(s, rng).to(device)
+        if s[0] == "f":
+            x = x.half().requires_grad_()
+        inputs.append(x)
+    return inputs, fn(*inputs)
+
+
+@pytest.mark.parametrize("name, specs, fn, differentiable", OPS, ids=[row[0] for row in OPS])
+def test_op_matches_cpu_in_float16(name, specs, fn, differentiable):
+    """float16 CUDA tensors compute what float16 CPU tensors do (both widen to float32 inside, as torch), or
+    refuse with the same error type; gradients too."""
+    try:
+        cpu_inputs, cpu_out = _run_half(fn, specs, "cpu", seed=1)
+    except Exception as error:
+        with pytest.raises(type(error)):
+            _run_half(fn, specs, "cuda", seed=1)
+        return
+    cuda_inputs, cuda_out = _run_half(fn, specs, "cuda", seed=1)
+    assert cuda_out.device == ember.device("cuda", 0), name
+    assert cuda_out.dtype == cpu_out.dtype and cuda_out.shape == cpu_out.shape
+    # one float16 rounding apart at most (sums may round in another order)
+    np.testing.assert_allclose(_values(cuda_out).astype(np.float64), _values(cpu_out).astype(np.float64),
+                               rtol=4e-3, atol=4e-3)
+    if not (differentiable and cpu_out.dtype.is_floating_point):
+        return
+    w = np.random.default_rng(2).uniform(-1, 1, cpu_out.shape).astype(np.float16)
+    (cpu_out * ember.tensor(w)).sum().backward()
+    (cuda_out * ember.tensor(w, device="cuda")).sum().backward()
+    for c, g in zip(cpu_inputs, cuda_inputs):
+        if c.requires_grad and c.grad is not None:
+            assert g.grad is not None and g.grad.dtype == c.grad.dtype == ember.float16, name
+            np.testing.assert_allclose(_values(g.grad).astype(np.float64), _values(c.grad).astype(np.float64),
+                                       rtol=1e-2, atol=1e-2)

@@ -81,8 +81,7 @@ def test_host_conversion_and_missing_kernels_are_clear_errors():
         x.numpy()
     with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
         np.asarray(x)
-    with pytest.raises(TypeError, match="does not support dtype float16"):
-        x.half()
+    assert x.half().dtype == ember.float16 and x.half().device == x.device  # float16 lives on the device too
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         ember.zeros(2, device="cuda:7")
 
@@ -159,3 +158,10 @@ def test_gradcheck_takes_cuda_inputs():
     assert gradgradcheck(lambda a, b: (a @ b).tanh(), (x, w))
     assert not gradcheck(lambda a: a.detach() * 2 + a, (x,), raise_exception=False)
     assert x.is_cuda and w.is_cuda  # perturbed in place and restored where they live
+
+
+def test_a_second_gpu_is_a_clear_error_not_a_silent_cuda0(monkeypatch):
+    monkeypatch.setattr(ember.cuda, "device_count", lambda: 2)
+    with pytest.raises(RuntimeError, match=r"'cuda:1' requested, but ember places CUDA tensors on cuda:0 only"):
+        ember.zeros(2, device="cuda:1")
+    assert ember.zeros(2, device="cuda:0").device == ember.device("cuda", 0)

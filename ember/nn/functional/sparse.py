@@ -15,6 +15,7 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
+from ...tensor import dtypes
 from ...tensor._dispatch import family
 from ...tensor.device import CPU, place
 from ...tensor.tensor import Tensor
@@ -180,7 +181,8 @@ def _embedding_bag(weight: Tensor, input: Tensor, offsets: np.ndarray, scale_gra
     max_rows = np.zeros((n_bags, dim) if mode == 2 else (n_bags,), np.int64)
     if mode == 2:
         arg = np.full((n_bags, dim), -1, np.int64, like=rows._array)
-        family("embedding", rows).bag_argmax(rows._array, place(kept_bag, dev), arg)
+        values = rows._array if rows.dtype is not dtypes.float16 else rows._array.astype(np.float32)  # exact
+        family("embedding", rows).bag_argmax(values, place(kept_bag, dev), arg)
         arg = place(arg, CPU)
         empty = arg < 0
         if kept_idx.size:

@@ -17,6 +17,14 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("EMBER_TEST_
 
 
 
+def pytest_collection_finish(session):
+    """Start the simulator suite's process now if its test is selected to run: it overlaps the CPU tests."""
+    for item in () if session.config.option.collectonly else session.items:
+        if item.name == "test_cuda_suite_passes_under_the_simulator":
+            item.module.start_simulator_suite()
+            session.config.add_cleanup(item.module.stop_simulator_suite)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``gpu`` need real hardware: skip them under the simulator (and wherever CUDA is missing)."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("EMBER_TEST_CUDA") == "1":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+from ..cpu_kernels.elementwise import add_into
 from . import function as _function
 from .function import AccumulateGrad, FunctionCtx, Node
 from .grad_mode import _set_enabled, is_grad_enabled
@@ -30,41 +31,69 @@ def _children(node: Node) -> list[Node]:
     return [edge[0] for edge in node.next_functions if edge is not None]
 
 
-def _collect(roots: list[Node]) -> list[Node]:
-    """Every node reachable from ``roots``, parents before children (iterative DFS post-order, reversed)."""
-    order, seen = [], set()
+def _collect(roots: list[Node]) -> tuple[list[Node], dict[int, list[Node]]]:
+    """Every node reachable from ``roots``, parents before children (iterative DFS post-order, reversed), and
+    each node's children by id (listed once here, read by every later pass)."""
+    order: list[Node] = []
+    kids: dict[int, list[Node]] = {}
     for root in roots:
-        if id(root) in seen:
+        if id(root) in kids:
             continue
-        seen.add(id(root))
-        stack = [(root, iter(_children(root)))]
+        kids[id(root)] = first = _children(root)
+        stack = [(root, iter(first))]
         while stack:
             node, it = stack[-1]
             child = next(it, None)
             if child is None:
                 stack.pop()
                 order.append(node)
-            elif id(child) not in seen:
-                seen.add(id(child))
-                stack.append((child, iter(_children(child))))
+            elif id(child) not in kids:
+                kids[id(child)] = grandchildren = _children(child)
+                stack.append((child, iter(grandchildren)))
     order.reverse()
-    return order
+    return order, kids
 
 
-def _needed(order: list[Node], targets: set[int] | None) -> set[int]:
-    """Ids of nodes whose execution can reach a target node (all nodes when there are no targets)."""
+def _needed(order: list[Node], kids: dict[int, list[Node]], targets: set[int] | None) -> set[int] | None:
+    """Ids of nodes whose execution can reach a target node; None (every node) when there are no targets."""
     if targets is None:
-        return {id(n) for n in order}
+        return None
     needed = set()
     for node in reversed(order):  # children first
-        if id(node) in targets or any(id(c) in needed for c in _children(node)):
+        if id(node) in targets or any(id(c) in needed for c in kids[id(node)]):
             needed.add(id(node))
     return needed
 
 
-def _accumulate(buffer: list, index: int, grad: Any) -> None:
+def _pending(kids: dict[int, list[Node]], needed: set[int] | None) -> dict[int, int]:
+    """How many gradient contributions each needed node waits for."""
+    if needed is None:
+        pending = dict.fromkeys(kids, 0)
+        for children in kids.values():
+            for child in children:
+                pending[id(child)] += 1
+        return pending
+    pending = dict.fromkeys(needed, 0)
+    for node_id in needed:
+        for child in kids[node_id]:
+            if id(child) in needed:
+                pending[id(child)] += 1
+    return pending
+
+
+def _accumulate(buffer: list, index: int, grad: Any, owned: dict[int, Any] | None = None) -> None:
+    """Add ``grad`` into ``buffer[index]``. With ``owned`` (no graph of the backward is built), the first sum is a
+    new tensor only the engine holds, and later contributions are added into it in place: a leaf used by many
+    ops (a weight shared across time steps) costs one NumPy add per use, not a whole tensor op."""
     current = buffer[index]
-    buffer[index] = grad if current is None else current + grad
+    if current is None:
+        buffer[index] = grad
+    elif owned is not None and id(current) in owned and add_into(current._array, grad._array):
+        return
+    else:
+        total = buffer[index] = current + grad
+        if owned is not None:
+            owned[id(total)] = total
 
 
 def _check_grad(node: Node, index: int, grad: Any, target: Node, target_index: int) -> Any:
@@ -112,30 +141,26 @@ def run_backward(
     (node, output index) is returned instead and no ``.grad`` is touched.
     """
     root_nodes = [r[0] for r in roots]
-    order = _collect(root_nodes)
+    order, kids = _collect(root_nodes)
     targets = None
     if capture is not None:
         targets = {id(n) for n, _ in capture}
     elif accumulate_into is not None:
         targets = accumulate_into
-    needed = _needed(order, targets)
-    pending = {id(n): 0 for n in order if id(n) in needed}
-    for node in order:
-        if id(node) in needed:
-            for child in _children(node):
-                if id(child) in needed:
-                    pending[id(child)] += 1
+    needed = _needed(order, kids, targets)
+    pending = _pending(kids, needed)
 
     buffers: dict[int, list] = {}
     for (node, index), grad in zip(roots, grads):
-        if id(node) not in needed:
+        if id(node) not in pending:
             continue
         buf = buffers.setdefault(id(node), [None] * max(1, len(node._output_meta)))
         _accumulate(buf, index, grad)
+    owned: dict[int, Any] | None = None if create_graph else {}  # sums only the engine holds (see _accumulate)
 
     captured: dict[tuple[int, int], Any] = {}
     capture_ids = {id(n) for n, _ in capture} if capture is not None else set()
-    ready = [n for n in dict.fromkeys(root_nodes) if id(n) in needed and pending[id(n)] == 0]
+    ready = [n for n in dict.fromkeys(root_nodes) if pending.get(id(n)) == 0]
     prev_mode = is_grad_enabled()
     call = _call_node_anomaly if _function._ANOMALY else _call_node  # chosen once per backward call
     if _NODE_WRAPPER is not None:
@@ -145,6 +170,9 @@ def run_backward(
         while ready:
             node = ready.pop()
             buf = buffers.pop(id(node), None) or [None] * max(1, len(node._output_meta))
+            if owned:
+                for g in buf:
+                    owned.pop(id(g), None)  # handed on from here: no longer the engine's alone
             buf = _run_pre_hooks(node, buf)
             if id(node) in capture_ids:
                 for i, g in enumerate(buf):
@@ -166,7 +194,7 @@ def run_backward(
                     continue
                 child, child_index = edge
                 child_id = id(child)
-                if child_id not in needed:
+                if needed is not None and child_id not in needed:
                     continue
                 g = in_grads[i] if i < n_grads else None
                 if g is not None:
@@ -174,7 +202,7 @@ def run_backward(
                     child_buf = buffers.get(child_id)
                     if child_buf is None:
                         child_buf = buffers[child_id] = [None] * max(1, len(child._output_meta))
-                    _accumulate(child_buf, child_index, g)
+                    _accumulate(child_buf, child_index, g, owned)
                 left = pending[child_id] - 1
                 pending[child_id] = left
                 if left == 0:
@@ -254,8 +282,11 @@ def _check_nan(node: Node, result: tuple) -> None:
 
 
 def _call_node(node: FunctionCtx, buf: list) -> tuple:
-    if node.materialize_grads and None in buf:
-        buf = [g if g is not None else _zeros_for(node, i) for i, g in enumerate(buf)]
+    if node.materialize_grads:
+        for g in buf:
+            if g is None:  # an identity test: ``None in buf`` would call Tensor.__eq__ on every gradient
+                buf = [g if g is not None else _zeros_for(node, i) for i, g in enumerate(buf)]
+                break
     result = node._run_backward(tuple(buf))
     n_inputs = len(node.next_functions)
     if len(result) < n_inputs:

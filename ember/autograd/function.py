@@ -207,6 +207,9 @@ class FunctionMeta(type):
         cls._backward_cls = type(name + "Backward", (FunctionCtx,), {"_forward_cls": cls})
 
 
+_FLAG_TUPLES: dict[tuple, tuple] = {}  # interned ``needs_input_grad`` patterns (up to 6 arguments: at most 127)
+
+
 class Function(metaclass=FunctionMeta):
     """Base class of differentiable ops, built-in and custom, as ``torch.autograd.Function``.
 
@@ -233,7 +236,8 @@ class Function(metaclass=FunctionMeta):
             flags = tuple([getattr(a, "_requires_grad", False) is True for a in args])
             if True in flags:
                 record = True
-                ctx.needs_input_grad = flags
+                # one shared tuple per pattern: a graph node keeps no flags tuple of its own alive
+                ctx.needs_input_grad = _FLAG_TUPLES.setdefault(flags, flags) if len(flags) <= 6 else flags
                 edges = tuple([_edge(a) if getattr(a, "_array", None) is not None else None for a in args])
                 if _ANOMALY:
                     ctx._forward_trace = traceback.extract_stack()[:-1]

@@ -5,12 +5,20 @@ import functools
 import threading
 from typing import Any, Callable
 
-_state = threading.local()
+class _ThreadModes(threading.local):
+    """Per-thread modes; the class attributes are every new thread's defaults (read without a getattr default:
+    every op asks)."""
+
+    enabled = True
+    inference = False
+
+
+_state = _ThreadModes()
 
 
 def is_grad_enabled() -> bool:
     """Whether ops record the graph for backward in this thread."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set_enabled(mode: bool) -> None:
@@ -19,7 +27,7 @@ def _set_enabled(mode: bool) -> None:
 
 def is_inference_mode_enabled() -> bool:
     """Whether an ``inference_mode`` block is active in this thread."""
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 class _GradModeContext:

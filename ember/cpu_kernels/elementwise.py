@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import opcodes as op
 from . import host_cache
+from .quiet import quietly
 from .codegen import KernelSet
 from .layout import collapse, dense_flat, element_strides, flat_buffer, is_dense
 
@@ -162,8 +163,7 @@ _POOL: list = []
 
 
 def _numpy_chunk(ufunc: np.ufunc, x: np.ndarray, out: np.ndarray) -> None:
-    with np.errstate(all="ignore"):  # per thread: NaN and inf are results here, as in torch, not warnings
-        ufunc(x, out=out)
+    quietly(ufunc, x, out=out)  # per thread: NaN and inf are results here, as in torch, not warnings
 
 
 def _numpy_unary(ufunc: np.ufunc, x: np.ndarray, out: np.ndarray) -> None:
@@ -199,17 +199,29 @@ _SMALL_UFUNCS = {op.ADD: np.add, op.SUB: np.subtract, op.MUL: np.multiply, op.DI
 def binary_same_layout(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     """``f(a, b)`` into a new array when ``a`` and ``b`` share shape, dtype and C layout (the commonest call, so it
     skips the general launcher's checks); None otherwise, for ``binary``."""
-    if not (_is_c(a) and _is_c(b)):
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):  # dense in C order: flat views are the elements
         return None
     n = a.size
     if not parallel_pays(n) and code in _SMALL_UFUNCS and a.dtype.kind != "b":
-        with np.errstate(all="ignore"):  # inf and NaN are results, as from the kernels, not warnings
-            return _SMALL_UFUNCS[code](a, b)
+        return quietly(_SMALL_UFUNCS[code], a, b)  # inf and NaN are results, as from the kernels, not warnings
     out = host_cache.empty(a.shape, a.dtype)
     if n:
         serial, parallel, _ = _kernels(BINARY, code)
         (parallel if parallel_pays(n) else serial)(a.reshape(-1), 1, b.reshape(-1), 1, out.reshape(-1))
     return out
+
+
+def add_into(total: np.ndarray, x: np.ndarray) -> bool:
+    """``total += x`` for host arrays of one shape and non-bool dtype (the engine's gradient sums); False, with
+    nothing done, for anything else."""
+    if type(total) is not np.ndarray or type(x) is not np.ndarray or total.shape != x.shape \
+            or total.dtype != x.dtype or total.dtype.kind == "b":
+        return False
+    if parallel_pays(total.size):
+        binary(op.ADD, total, x, total)
+    else:
+        quietly(np.add, total, x, out=total)
+    return True
 
 
 def binary(code: int, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:

@@ -260,7 +260,11 @@ class _Binary(Function):
     def forward(cls, ctx, a: Any, b: Any) -> Any:
         result = Tensor._make(cls.compute(a, b))
         if ctx.needs_input_grad:
-            ctx.shapes = (shape_of(a), shape_of(b))
+            sa, sb = shape_of(a), shape_of(b)
+            shape = result._array.shape
+            # None: both operands had the result's shape (nothing to un-broadcast, and three fewer tuples kept
+            # alive per graph node for the garbage collector to walk)
+            ctx.shapes = None if sa == shape and sb == shape else (sa, sb)
             if cls.uses_inputs:
                 ctx.save_for_backward(a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None,
                                       result if cls.uses_output else None)
@@ -285,8 +289,11 @@ class _Binary(Function):
             a = ctx.scalars[0] if a is None else a
             b = ctx.scalars[1] if b is None else b
         ga, gb = cls.grad(a, b, y, g, ctx.needs_input_grad)
-        return sum_to_shape(ga, ctx.shapes[0]) if ga is not None else None, \
-            sum_to_shape(gb, ctx.shapes[1]) if gb is not None else None
+        shapes = ctx.shapes
+        if shapes is None:
+            return ga, gb
+        return sum_to_shape(ga, shapes[0]) if ga is not None else None, \
+            sum_to_shape(gb, shapes[1]) if gb is not None else None
 
 
 _SAME_DTYPE_CODES: dict[tuple[type, str], int | None] = {}

@@ -26,7 +26,10 @@ def pytest_collection_finish(session):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` need real hardware: skip them under the simulator (and wherever CUDA is missing)."""
+    """The simulator suite's test goes last (it waits for the background process, which the CPU tests run
+    beside); tests marked ``gpu`` need real hardware: skip them under the simulator (and wherever CUDA is
+    missing)."""
+    items.sort(key=lambda item: item.name == "test_cuda_suite_passes_under_the_simulator")  # stable: order kept
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("EMBER_TEST_CUDA") == "1":
         return
     skip = pytest.mark.skip(reason="needs a real CUDA GPU (run with EMBER_TEST_CUDA=1 on one)")

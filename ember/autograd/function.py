@@ -80,6 +80,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
+        self.edge = (self, 0)  # every op on the leaf points here through this one tuple (no new one per op)
 
     @property
     def _output_meta(self) -> tuple:
@@ -326,7 +327,7 @@ def _edge(t: Any) -> tuple | None:
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
-        return (t._grad_accumulator(), 0)
+        return t._grad_accumulator().edge
     return None
 
 
@@ -340,7 +341,7 @@ def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
             meta.append(None)
             continue
         dtype = out.dtype
-        meta.append((out._array.shape, dtype, out.device))  # a plain tuple: a Size would be one more GC object
+        meta.append(_interned_meta((out._array.shape, dtype, out.device)))
         if not dtype.is_floating_point or (ctx._non_differentiable and any(out is t for t in ctx._non_differentiable)):
             continue
         if ctx._dirty and any(out is t for t in ctx._dirty) and out._grad_fn is None and out._requires_grad:
@@ -348,7 +349,22 @@ def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
         out._grad_fn = ctx
         out._output_nr = i
         out._requires_grad = True
-    ctx._output_meta = tuple(meta)
+    ctx._output_meta = _interned_meta(tuple(meta))
+
+
+# Output metadata ((shape, dtype, device) per output) shared between graph nodes: a graph of like-shaped ops keeps
+# no metadata tuples of its own alive for the garbage collector to walk. Bounded: cleared when full.
+_METAS: dict[tuple, tuple] = {}
+_METAS_MAX = 4096
+
+
+def _interned_meta(meta: tuple) -> tuple:
+    found = _METAS.get(meta)
+    if found is None:
+        if len(_METAS) >= _METAS_MAX:
+            _METAS.clear()
+        found = _METAS[meta] = meta
+    return found
 
 
 def once_differentiable(backward: Callable) -> Callable:

@@ -17,8 +17,9 @@ from .tensor.dtypes import (  # noqa: A004 - torch's names
     bool, can_cast, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
     promote_types, set_default_dtype, uint8,
 )
-from .tensor.elementwise import add, addcdiv, addcmul, bitwise_not, clamp, div, floor_divide, isfinite, isinf, \
-    isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, pow, round, signbit, sub
+from .tensor.elementwise import add, addcdiv, addcmul, angle, bitwise_not, clamp, deg2rad, div, floor_divide, \
+    isfinite, isinf, isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, positive, pow, rad2deg, round, \
+    signbit, sub
 from .tensor.indexing import argwhere, gather, index_add, index_copy, index_fill, index_put, index_put_, \
     index_select, masked_fill, masked_scatter, masked_select, nonzero, put, scatter, scatter_add, scatter_reduce, \
     take, take_along_dim, where
@@ -131,7 +132,7 @@ def _export_elementwise() -> None:
         namespace.setdefault(name, _binary_function(name))
     for alias, name in {"absolute": "abs", "negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
                         "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2",
-                        "fix": "trunc", "clip": "clamp", "multiply": "mul", "divide": "div", "subtract": "sub",
+                        "fix": "trunc", "sgn": "sign", "clip": "clamp", "multiply": "mul", "divide": "div", "subtract": "sub",
                         "true_divide": "div", "greater": "gt", "less": "lt", "greater_equal": "ge",
                         "less_equal": "le", "not_equal": "ne", "swapaxes": "transpose",
                         "swapdims": "transpose", "moveaxis": "movedim"}.items():

@@ -685,3 +685,23 @@ def test_integer_pow_with_negative_tensor_exponents_matches_torch(torch_ref, dty
                                                                                    torch_ref.tensor(-1)))
     _same_as_torch(ember.pow(2, ember.tensor(exponent)), torch_ref.pow(2, torch_ref.tensor(exponent)))
 
+
+
+@pytest.mark.parametrize("name", ["sgn", "deg2rad", "rad2deg", "positive", "angle"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8", "bool"])
+def test_composite_elementwise_functions_match_torch(torch_ref, name, dtype):
+    """sgn, deg2rad, rad2deg, positive and angle on real tensors: values, result dtype, and torch's error for bool."""
+    values = [-1.5, 0.0, -0.0, 2.0, float("nan"), float("inf"), -float("inf")] if dtype.startswith("float") else \
+        ([True, False] if dtype == "bool" else [0, 3, 7])
+    ours, theirs = ember.tensor(values, dtype=getattr(ember, dtype)), torch_ref.tensor(values,
+                                                                                      dtype=getattr(torch_ref, dtype))
+    try:
+        expected = getattr(torch_ref, name)(theirs)
+    except RuntimeError as error:
+        with pytest.raises(RuntimeError, match=str(error)[:30].replace("`", ".").replace("+", ".")):
+            getattr(ember, name)(ours)
+        return
+    for result in (getattr(ember, name)(ours), getattr(ours, name)()):
+        assert str(result.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
+        np.testing.assert_allclose(result.numpy().astype(np.float64), expected.numpy().astype(np.float64),
+                                   rtol=1e-6, equal_nan=True)

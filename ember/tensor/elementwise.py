@@ -756,3 +756,38 @@ def _check_no_internal_overlap(t: Tensor) -> None:
             "unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation."
         )
+
+
+# ---- composite elementwise functions (real tensors) ---------------------------------------------------------------
+def _as_float(x: Tensor) -> Tensor:
+    """``x`` itself when floating, else converted to the default float dtype (torch's rule for these functions)."""
+    return x if x.dtype.is_floating_point else x.to(dtypes.get_default_dtype())
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians (integer and bool inputs give the default float dtype)."""
+    return mul(_as_float(_check_tensor("deg2rad", input)), math.pi / 180.0)
+
+
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees (integer and bool inputs give the default float dtype)."""
+    return mul(_as_float(_check_tensor("rad2deg", input)), 180.0 / math.pi)
+
+
+def angle(input: Tensor) -> Tensor:
+    """The argument of each (real) element: pi for negatives, 0 otherwise, NaN kept; a float result."""
+    x = _as_float(_check_tensor("angle", input))
+    return where(x.isnan(), x, mul((x < 0).to(x.dtype), math.pi))  # pi rounded once, in x's dtype
+
+
+def positive(input: Tensor) -> Tensor:
+    """``input`` itself, as unary ``+`` (torch refuses bool tensors)."""
+    if _check_tensor("positive", input).dtype is dtypes.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def _check_tensor(name: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    return x

@@ -88,13 +88,15 @@ def bind() -> None:
     Tensor.true_divide, Tensor.arctan2 = Tensor.div, Tensor.atan2
     Tensor.greater, Tensor.less, Tensor.greater_equal, Tensor.less_equal = Tensor.gt, Tensor.lt, Tensor.ge, Tensor.le
     Tensor.not_equal = Tensor.ne
+    Tensor.sgn, Tensor.sgn_ = Tensor.sign, Tensor.sign_  # sgn is sign on real tensors
 
     for name, fn in {
         "isnan": ew.isnan, "isinf": ew.isinf, "isfinite": ew.isfinite, "isposinf": ew.isposinf,
         "isneginf": ew.isneginf, "signbit": ew.signbit, "logical_not": ew.logical_not,
         "bitwise_not": ew.bitwise_not, "where": lambda self, cond, other: ew.where(cond, self, other),
         "clamp": ew.clamp, "clip": ew.clamp, "lerp": ew.lerp, "addcmul": ew.addcmul, "addcdiv": ew.addcdiv,
-        "nan_to_num": ew.nan_to_num,
+        "nan_to_num": ew.nan_to_num, "deg2rad": ew.deg2rad, "rad2deg": ew.rad2deg, "angle": ew.angle,
+        "positive": ew.positive,
         # reductions
         "sum": red.sum, "mean": red.mean, "prod": red.prod, "max": red.max, "min": red.min, "amax": red.amax,
         "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "all": red.all, "any": red.any,

@@ -26,7 +26,10 @@ def values_only(result):
 # ---- elementwise ----------------------------------------------------------------------------------------------------
 
 UNARY = ("abs", "neg", "exp", "log", "sqrt", "sin", "tanh", "sigmoid", "floor", "round", "sign", "reciprocal",
-         "erf", "log1p", "expm1", "isnan", "isinf", "logical_not", "rsqrt", "nan_to_num", "square", "trunc")
+         "erf", "log1p", "expm1", "isnan", "isinf", "logical_not", "rsqrt", "nan_to_num", "square", "trunc",
+         "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2",
+         "ceil", "frac", "erfc", "sgn", "signbit", "isfinite", "isneginf", "isposinf", "deg2rad", "rad2deg",
+         "positive", "fix", "angle")
 
 
 def _unary(name: str):
@@ -41,7 +44,8 @@ register("bitwise_not", lambda lib, x: lib.t.bitwise_not(x),
          family="elementwise")
 
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "remainder", "atan2", "eq", "lt",
-          "logical_and", "floor_divide", "hypot", "copysign", "xlogy", "bitwise_and")
+          "logical_and", "floor_divide", "hypot", "copysign", "xlogy", "bitwise_and", "ne", "le", "gt", "ge",
+          "fmax", "fmin", "logical_or", "logical_xor", "true_divide")
 
 
 @st.composite

@@ -244,8 +244,8 @@ def _process_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
-        return True  # exists under another user, or the platform cannot tell: leave its file alone
+    except OSError:
+        return True  # exists under another user (PermissionError), or the platform cannot tell: keep its file
     return True
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import functools
 import math
-import types
 
 from numba import cuda
 
 from ..cpu_kernels import activations as _cpu
 from .launch import SIMULATOR, grid
+from .scalar_ops import with_globals
 from .storage import DeviceStorage
 
 __all__ = ["activation_forward", "activation_backward", "ACTIVATIONS"]
@@ -54,15 +54,13 @@ _TWINS = {"vexp": _exp, "verfc": _erfc}
 def _device(name: str):
     """Device function built from the CPU scalar function ``name``'s source, its helpers rebound."""
     py_func = getattr(_cpu, name).py_func
-    namespace = dict(py_func.__globals__)
+    helpers = {}
     for ref in py_func.__code__.co_names:
         if ref in _TWINS:
-            namespace[ref] = cuda.jit(device=True)(_TWINS[ref])
-        elif hasattr(namespace.get(ref), "py_func"):
-            namespace[ref] = _device(ref)
-    rebound = types.FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__,
-                                 py_func.__closure__)
-    return cuda.jit(device=True)(rebound)
+            helpers[ref] = cuda.jit(device=True)(_TWINS[ref])
+        elif hasattr(py_func.__globals__.get(ref), "py_func"):
+            helpers[ref] = _device(ref)
+    return cuda.jit(device=True)(with_globals(py_func, helpers))
 
 
 def _make_kernel(f, backward: bool):

@@ -16,7 +16,7 @@ from numba import cuda
 
 from ..cpu_kernels import reductions as _cpu_reductions, scalar_ops as _cpu
 
-__all__ = ["device_function", "OVERRIDES"]
+__all__ = ["device_function", "OVERRIDES", "DEVICE_GLOBALS", "with_globals"]
 
 
 def _sign(x):
@@ -36,15 +36,16 @@ def device_function(name: str):
     py_func = OVERRIDES.get(name)
     if py_func is None:
         source = getattr(_cpu, name, None) or getattr(_cpu_reductions, name)
-        py_func = _rebound(source.py_func)
+        py_func = with_globals(source.py_func, DEVICE_GLOBALS)
     return cuda.jit(device=True)(py_func)
 
 
-def _rebound(py_func: types.FunctionType) -> types.FunctionType:
-    """``py_func`` reading ``DEVICE_GLOBALS`` in place of its module's names (itself when it uses none)."""
-    names = DEVICE_GLOBALS.keys() & set(py_func.__code__.co_names)
+def with_globals(py_func: types.FunctionType, replacements: dict) -> types.FunctionType:
+    """``py_func`` reading ``replacements`` in place of its module's globals of those names (itself when it reads
+    none of them): how a CPU definition is rebuilt for the device."""
+    names = replacements.keys() & set(py_func.__code__.co_names)
     if not names:
         return py_func
-    namespace = {**py_func.__globals__, **{n: DEVICE_GLOBALS[n] for n in names}}
+    namespace = {**py_func.__globals__, **{n: replacements[n] for n in names}}
     return types.FunctionType(py_func.__code__, namespace, py_func.__name__, py_func.__defaults__,
                               py_func.__closure__)

@@ -152,10 +152,16 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - torch'
     return unary("round", input * scale) / scale
 
 
-def unary(name: str, x: Any) -> Tensor:
-    """Apply the unary op ``name`` to tensor ``x``."""
+def _check_tensor(name: str, x: Any) -> Tensor:
+    """``x`` when it is a tensor; torch's TypeError naming ``name`` otherwise."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def unary(name: str, x: Any) -> Tensor:
+    """Apply the unary op ``name`` to tensor ``x``."""
+    _check_tensor(name, x)
     if name in _IDENTITY_ON_INTEGERS and not x.dtype.is_floating_point:
         return x.clone()
     if name == "square" and x.dtype is dtypes.bool:  # torch squares as pow(x, 2), and bool ** int is int64
@@ -761,7 +767,7 @@ def _check_no_internal_overlap(t: Tensor) -> None:
 # ---- composite elementwise functions (real tensors) ---------------------------------------------------------------
 def _as_float(x: Tensor) -> Tensor:
     """``x`` itself when floating, else converted to the default float dtype (torch's rule for these functions)."""
-    return x if x.dtype.is_floating_point else x.to(dtypes.get_default_dtype())
+    return x.to(_float_of(x.dtype))
 
 
 def deg2rad(input: Tensor) -> Tensor:
@@ -785,9 +791,3 @@ def positive(input: Tensor) -> Tensor:
     if _check_tensor("positive", input).dtype is dtypes.bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
-
-
-def _check_tensor(name: str, x: Any) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
-    return x

@@ -15,8 +15,7 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
-from ...tensor import dtypes
-from ...tensor._dispatch import family
+from ...tensor._dispatch import as_array, compute_dtype, family
 from ...tensor.device import CPU, place
 from ...tensor.tensor import Tensor
 
@@ -181,7 +180,7 @@ def _embedding_bag(weight: Tensor, input: Tensor, offsets: np.ndarray, scale_gra
     max_rows = np.zeros((n_bags, dim) if mode == 2 else (n_bags,), np.int64)
     if mode == 2:
         arg = np.full((n_bags, dim), -1, np.int64, like=rows._array)
-        values = rows._array if rows.dtype is not dtypes.float16 else rows._array.astype(np.float32)  # exact
+        values = as_array(rows, compute_dtype(rows.dtype))  # float16 compared widened (exact), as every kernel
         family("embedding", rows).bag_argmax(values, place(kept_bag, dev), arg)
         arg = place(arg, CPU)
         empty = arg < 0

@@ -10,6 +10,7 @@ import pytest
 import ember
 from ember.autograd import Function, engine, function
 from ember.profiler import ProfilerAction, ProfilerActivity, profile, record_function, schedule
+from ember.profiler.events import COMPILE_PREFIX
 from ember.profiler.recording import op_name
 from ember.profiler.table import format_time
 
@@ -17,7 +18,9 @@ CPU = [ProfilerActivity.CPU]
 
 
 def _counts(prof) -> dict[str, int]:
-    return {e.key: e.count for e in prof.key_averages()}
+    """Calls per op name; kernel compile rows left out (whether a kernel compiles or loads from the cache during
+    the block depends on what ran before, so counting them made these tests order-dependent)."""
+    return {e.key: e.count for e in prof.key_averages() if not e.key.startswith(COMPILE_PREFIX)}
 
 
 def _run_known_program() -> None:

@@ -76,7 +76,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             if t.grad_fn is not None:
                 t.retain_grad()
-            targets.add(id(edge[0]))
+            targets.add(edge[0])
     run_backward(roots, grads, retain, create_graph, accumulate_into=targets)
 
 

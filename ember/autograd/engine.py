@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..cpu_kernels.elementwise import add_into
 from . import function as _function
 from .function import AccumulateGrad, FunctionCtx, Node
@@ -27,19 +29,16 @@ def set_node_wrapper(wrapper: Callable | None) -> Callable | None:
     return previous
 
 
-def _children(node: Node) -> list[Node]:
-    return [edge[0] for edge in node.next_functions if edge is not None]
-
-
-def _collect(roots: list[Node]) -> tuple[list[Node], dict[int, list[Node]]]:
+def _collect(roots: list[Node]) -> tuple[list[Node], dict[Node, list[Node]]]:
     """Every node reachable from ``roots``, parents before children (iterative DFS post-order, reversed), and
-    each node's children by id (listed once here, read by every later pass)."""
+    each node's children (listed once here, read by every later pass). Nodes key the dicts themselves: they hash
+    by identity, which saves an ``id()`` call per lookup on a path that runs for every node."""
     order: list[Node] = []
-    kids: dict[int, list[Node]] = {}
+    kids: dict[Node, list[Node]] = {}
     for root in roots:
-        if id(root) in kids:
+        if root in kids:
             continue
-        kids[id(root)] = first = _children(root)
+        kids[root] = first = [edge[0] for edge in root.next_functions if edge is not None]
         stack = [(root, iter(first))]
         while stack:
             node, it = stack[-1]
@@ -47,37 +46,37 @@ def _collect(roots: list[Node]) -> tuple[list[Node], dict[int, list[Node]]]:
             if child is None:
                 stack.pop()
                 order.append(node)
-            elif id(child) not in kids:
-                kids[id(child)] = grandchildren = _children(child)
+            elif child not in kids:
+                kids[child] = grandchildren = [edge[0] for edge in child.next_functions if edge is not None]
                 stack.append((child, iter(grandchildren)))
     order.reverse()
     return order, kids
 
 
-def _needed(order: list[Node], kids: dict[int, list[Node]], targets: set[int] | None) -> set[int] | None:
-    """Ids of nodes whose execution can reach a target node; None (every node) when there are no targets."""
+def _needed(order: list[Node], kids: dict[Node, list[Node]], targets: set[Node] | None) -> set[Node] | None:
+    """The nodes whose execution can reach a target node; None (every node) when there are no targets."""
     if targets is None:
         return None
     needed = set()
     for node in reversed(order):  # children first
-        if id(node) in targets or any(id(c) in needed for c in kids[id(node)]):
-            needed.add(id(node))
+        if node in targets or any(c in needed for c in kids[node]):
+            needed.add(node)
     return needed
 
 
-def _pending(kids: dict[int, list[Node]], needed: set[int] | None) -> dict[int, int]:
+def _pending(kids: dict[Node, list[Node]], needed: set[Node] | None) -> dict[Node, int]:
     """How many gradient contributions each needed node waits for."""
     if needed is None:
         pending = dict.fromkeys(kids, 0)
         for children in kids.values():
             for child in children:
-                pending[id(child)] += 1
+                pending[child] += 1
         return pending
     pending = dict.fromkeys(needed, 0)
-    for node_id in needed:
-        for child in kids[node_id]:
-            if id(child) in needed:
-                pending[id(child)] += 1
+    for node in needed:
+        for child in kids[node]:
+            if child in needed:
+                pending[child] += 1
     return pending
 
 
@@ -96,18 +95,16 @@ def _accumulate(buffer: list, index: int, grad: Any, owned: dict[int, Any] | Non
             owned[id(total)] = total
 
 
-def _check_grad(node: Node, index: int, grad: Any, target: Node, target_index: int) -> Any:
-    metas = target._output_meta
-    meta = metas[target_index] if target_index < len(metas) else None
-    if meta is None:
-        return grad
+def _check_grad(node: Node, index: int, grad: Any, meta: tuple) -> Any:
+    """``grad`` for an output with metadata ``meta``: torch's error for a wrong shape or device, cast to the
+    output's dtype."""
     shape, dtype, device = meta
     if grad._array.shape != shape:
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {index} - got {list(grad.shape)} "
             f"but expected shape compatible with {list(shape)}"
         )
-    if grad.device is not device and grad.device != device:
+    if grad.device != device:
         raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - expected device "
                            f"{device} but got {grad.device}")
     if grad.dtype is not dtype:
@@ -131,12 +128,12 @@ def run_backward(
     retain_graph: bool,
     create_graph: bool,
     capture: Sequence[tuple[Node, int]] | None = None,
-    accumulate_into: set[int] | None = None,
+    accumulate_into: set[Node] | None = None,
 ) -> list | None:
     """Propagate ``grads`` from ``roots`` back through the graph.
 
     Without ``capture``, gradients accumulate into the ``.grad`` of leaves (all
-    leaves, or only the AccumulateGrad nodes whose ids are in ``accumulate_into``).
+    leaves, or only the AccumulateGrad nodes in ``accumulate_into``).
     With ``capture`` (``autograd.grad``), the total gradient arriving at each
     (node, output index) is returned instead and no ``.grad`` is touched.
     """
@@ -144,23 +141,23 @@ def run_backward(
     order, kids = _collect(root_nodes)
     targets = None
     if capture is not None:
-        targets = {id(n) for n, _ in capture}
+        targets = {n for n, _ in capture}
     elif accumulate_into is not None:
         targets = accumulate_into
     needed = _needed(order, kids, targets)
     pending = _pending(kids, needed)
 
-    buffers: dict[int, list] = {}
+    buffers: dict[Node, list] = {}
     for (node, index), grad in zip(roots, grads):
-        if id(node) not in pending:
+        if node not in pending:
             continue
-        buf = buffers.setdefault(id(node), [None] * max(1, len(node._output_meta)))
+        buf = buffers.setdefault(node, [None] * max(1, len(node._output_meta)))
         _accumulate(buf, index, grad)
     owned: dict[int, Any] | None = None if create_graph else {}  # sums only the engine holds (see _accumulate)
 
-    captured: dict[tuple[int, int], Any] = {}
-    capture_ids = {id(n) for n, _ in capture} if capture is not None else set()
-    ready = [n for n in dict.fromkeys(root_nodes) if pending.get(id(n)) == 0]
+    captured: dict[tuple[Node, int], Any] = {}
+    capture_nodes = {n for n, _ in capture} if capture is not None else set()
+    ready = [n for n in dict.fromkeys(root_nodes) if pending.get(n) == 0]
     prev_mode = is_grad_enabled()
     call = _call_node_anomaly if _function._ANOMALY else _call_node  # chosen once per backward call
     if _NODE_WRAPPER is not None:
@@ -169,20 +166,20 @@ def run_backward(
     try:
         while ready:
             node = ready.pop()
-            buf = buffers.pop(id(node), None) or [None] * max(1, len(node._output_meta))
+            buf = buffers.pop(node, None) or [None] * max(1, len(node._output_meta))
             if owned:
                 for g in buf:
                     owned.pop(id(g), None)  # handed on from here: no longer the engine's alone
-            buf = _run_pre_hooks(node, buf)
-            if id(node) in capture_ids:
+            if node._hooked:
+                buf = _run_pre_hooks(node, buf)
+            if node in capture_nodes:
                 for i, g in enumerate(buf):
-                    captured[(id(node), i)] = g
+                    captured[(node, i)] = g
             if isinstance(node, AccumulateGrad):
                 if capture is None and buf[0] is not None:
                     _accumulate_leaf(node.variable, buf[0], create_graph)
-                post = node.__dict__.get("_post_hooks")
-                if post:
-                    for hook in list(post.values()):
+                if node._hooked:
+                    for hook in list(node.__dict__.get("_post_hooks", {}).values()):
                         hook((), tuple(buf))
                 continue
             in_grads = call(node, buf)
@@ -193,25 +190,32 @@ def run_backward(
                 if edge is None:
                     continue
                 child, child_index = edge
-                child_id = id(child)
-                if needed is not None and child_id not in needed:
+                if needed is not None and child not in needed:
                     continue
                 g = in_grads[i] if i < n_grads else None
                 if g is not None:
-                    g = _check_grad(node, i, g, child, child_index)
-                    child_buf = buffers.get(child_id)
+                    metas = child._output_meta
+                    meta = metas[child_index] if child_index < len(metas) else None
+                    array = g._array  # checked inline when it fits: a call per edge is a noticeable share
+                    if meta is not None and not (type(array) is np.ndarray and array.shape == meta[0]
+                                                 and array.dtype is meta[1].np and meta[2].type == "cpu"):
+                        g = _check_grad(node, i, g, meta)
+                    child_buf = buffers.get(child)
                     if child_buf is None:
-                        child_buf = buffers[child_id] = [None] * max(1, len(child._output_meta))
-                    _accumulate(child_buf, child_index, g, owned)
-                left = pending[child_id] - 1
-                pending[child_id] = left
+                        child_buf = buffers[child] = [None] * max(1, len(metas))
+                    if child_buf[child_index] is None:  # the first contribution: ``_accumulate``'s first case
+                        child_buf[child_index] = g
+                    else:
+                        _accumulate(child_buf, child_index, g, owned)
+                left = pending[child] - 1
+                pending[child] = left
                 if left == 0:
                     ready.append(child)
     finally:
         _set_enabled(prev_mode)
     if capture is None:
         return None
-    return [captured.get((id(n), i)) for n, i in capture]
+    return [captured.get((n, i)) for n, i in capture]
 
 
 def _run_pre_hooks(node: Node, buf: list) -> list:
@@ -287,16 +291,17 @@ def _call_node(node: FunctionCtx, buf: list) -> tuple:
             if g is None:  # an identity test: ``None in buf`` would call Tensor.__eq__ on every gradient
                 buf = [g if g is not None else _zeros_for(node, i) for i, g in enumerate(buf)]
                 break
-    result = node._run_backward(tuple(buf))
+    result = node._forward_cls.backward(node, *buf)
+    if not isinstance(result, tuple):
+        result = (result,)
     n_inputs = len(node.next_functions)
     if len(result) < n_inputs:
         raise RuntimeError(
             f"function {node.name()} returned an incorrect number of gradients (expected {n_inputs}, "
             f"got {len(result)})"
         )
-    post = node.__dict__.get("_post_hooks")
-    if post:
-        for hook in list(post.values()):
+    if node._hooked:
+        for hook in list(node.__dict__.get("_post_hooks", {}).values()):
             replaced = hook(tuple(result), tuple(buf))
             if replaced is not None:
                 result = _check_hook_result(hook, replaced, tuple(result))

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .grad_mode import _set_enabled, is_grad_enabled, no_grad
+from .grad_mode import _state as _grad_modes, no_grad
 
 # Anomaly mode (``anomaly_mode.set_detect_anomaly`` rebinds these): when on, a recorded call keeps its forward
 # traceback on the node and the engine checks backward results for NaN. Off costs one global check per recorded call.
@@ -29,6 +29,7 @@ class Node:
 
     next_functions: tuple = ()
     _output_meta: tuple = ()
+    _hooked = False  # set once any hook is registered on the node: the engine looks for hooks only then
 
     def name(self) -> str:
         return type(self).__name__
@@ -38,13 +39,16 @@ class Node:
 
     def register_hook(self, hook: Callable) -> "RemovableHandle":
         """``hook(grad_inputs, grad_outputs)`` runs after this node computed its input gradients."""
-        hooks = self.__dict__.setdefault("_post_hooks", {})
-        return RemovableHandle.add(hooks, hook)
+        return RemovableHandle.add(self._hook_table("_post_hooks"), hook)
 
     def register_prehook(self, hook: Callable) -> "RemovableHandle":
         """``hook(grad_outputs)`` runs before this node; it may return replacement gradients."""
-        hooks = self.__dict__.setdefault("_node_pre_hooks", {})
-        return RemovableHandle.add(hooks, hook)
+        return RemovableHandle.add(self._hook_table("_node_pre_hooks"), hook)
+
+    def _hook_table(self, name: str) -> dict:
+        """The node's hook dict ``name`` (made on first use), marking the node as one whose hooks backward runs."""
+        self._hooked = True
+        return self.__dict__.setdefault(name, {})
 
     def _release(self) -> None:
         """Free what backward needed once the graph is not retained."""
@@ -178,10 +182,6 @@ class FunctionCtx(Node):
         self._saved = ()
         self._freed = True
 
-    def _run_backward(self, grads: tuple) -> tuple:
-        result = self._forward_cls.backward(self, *grads)
-        return result if isinstance(result, tuple) else (result,)
-
 
 class _Packed:
     """A tensor saved through a pack hook: what the hook returned, and the unpack hook to call on it."""
@@ -231,9 +231,9 @@ class Function(metaclass=FunctionMeta):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run ``forward`` and, when some input requires grad under grad mode, record the graph node."""
         ctx = cls._backward_cls()
-        grad_mode = is_grad_enabled()
         record = False
-        if grad_mode:
+        modes = _grad_modes  # the grad-mode flag read and written directly: this runs for every op
+        if modes.enabled:
             flags = tuple([getattr(a, "_requires_grad", False) is True for a in args])
             if True in flags:
                 record = True
@@ -242,11 +242,11 @@ class Function(metaclass=FunctionMeta):
                 edges = tuple([_edge(a) if getattr(a, "_array", None) is not None else None for a in args])
                 if _ANOMALY:
                     ctx._forward_trace = traceback.extract_stack()[:-1]
-            _set_enabled(False)
+            modes.enabled = False
             try:
                 raw = cls.forward(ctx, *args, **kwargs)
             finally:
-                _set_enabled(True)
+                modes.enabled = True
         else:
             raw = cls.forward(ctx, *args, **kwargs)
         is_tuple = isinstance(raw, tuple)
@@ -327,7 +327,8 @@ def _edge(t: Any) -> tuple | None:
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
-        return t._grad_accumulator().edge
+        accumulator = t._accumulator  # made once per leaf; read directly on every op that uses the leaf
+        return (accumulator if accumulator is not None else t._grad_accumulator()).edge
     return None
 
 
@@ -341,7 +342,7 @@ def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
             meta.append(None)
             continue
         dtype = out.dtype
-        meta.append(_interned_meta((out._array.shape, dtype, out.device)))
+        meta.append((out._array.shape, dtype, out.device))
         if not dtype.is_floating_point or (ctx._non_differentiable and any(out is t for t in ctx._non_differentiable)):
             continue
         if ctx._dirty and any(out is t for t in ctx._dirty) and out._grad_fn is None and out._requires_grad:
@@ -353,7 +354,8 @@ def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
 
 
 # Output metadata ((shape, dtype, device) per output) shared between graph nodes: a graph of like-shaped ops keeps
-# no metadata tuples of its own alive for the garbage collector to walk. Bounded: cleared when full.
+# no metadata tuples of its own alive for the garbage collector to walk. Interned whole (one lookup per node: on a
+# hit the fresh per-output tuples die at once). Bounded: cleared when full.
 _METAS: dict[tuple, tuple] = {}
 _METAS_MAX = 4096
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import opcodes as op
 from . import host_cache
+from .one_element import one_value
 from .quiet import quietly
 from .codegen import KernelSet
 from .layout import collapse, dense_flat, element_strides, flat_buffer, is_dense
@@ -202,6 +203,12 @@ def binary_same_layout(code: int, a: np.ndarray, b: np.ndarray) -> np.ndarray | 
     if not (a.flags.c_contiguous and b.flags.c_contiguous):  # dense in C order: flat views are the elements
         return None
     n = a.size
+    if n == 1 and a.dtype.kind == "f":
+        value = one_value(code, a.item(), b.item(), a.dtype)
+        if value is not None:
+            out = np.empty(a.shape, a.dtype)
+            out.fill(value)
+            return out
     if not parallel_pays(n) and code in _SMALL_UFUNCS and a.dtype.kind != "b":
         return quietly(_SMALL_UFUNCS[code], a, b)  # inf and NaN are results, as from the kernels, not warnings
     out = host_cache.empty(a.shape, a.dtype)
@@ -217,6 +224,11 @@ def add_into(total: np.ndarray, x: np.ndarray) -> bool:
     if type(total) is not np.ndarray or type(x) is not np.ndarray or total.shape != x.shape \
             or total.dtype != x.dtype or total.dtype.kind == "b":
         return False
+    if total.size == 1 and total.dtype.kind == "f":
+        value = one_value(op.ADD, total.item(), x.item(), total.dtype)
+        if value is not None:
+            total.fill(value)
+            return True
     if parallel_pays(total.size):
         binary(op.ADD, total, x, total)
     else:

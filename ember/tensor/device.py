@@ -9,11 +9,11 @@ import numpy as np
 class device:
     """A device such as ``device("cpu")`` or ``device("cuda", 0)``; compares equal to its string form."""
 
-    __slots__ = ("type", "index")
+    __slots__ = ("type", "index", "_hash")  # the hash is kept: every recorded op hashes its outputs' device
 
     def __init__(self, type: Any, index: int | None = None) -> None:  # noqa: A002 - torch's name
         if isinstance(type, device):
-            self.type, self.index = type.type, type.index
+            self.type, self.index, self._hash = type.type, type.index, type._hash
             return
         if isinstance(type, int):
             type, index = "cuda", type
@@ -32,6 +32,7 @@ class device:
             index = int(idx)
         self.type = name
         self.index = index
+        self._hash = hash((name, index))
 
     def __repr__(self) -> str:
         if self.index is None:
@@ -49,7 +50,7 @@ class device:
         return self.type == other.type and self.index == other.index
 
     def __hash__(self) -> int:
-        return hash((self.type, self.index))
+        return self._hash
 
     def __reduce__(self):
         return (device, (self.type, self.index))

@@ -260,7 +260,7 @@ class Tensor:
     def _register_node_hook(self, hook: Callable, node: Any = None, index: int | None = None) -> RemovableHandle:
         node = node if node is not None else self._grad_fn
         index = self._output_nr if index is None else index
-        table = node.__dict__.setdefault("_tensor_hooks", {})
+        table = node._hook_table("_tensor_hooks")
         return RemovableHandle.add(table.setdefault(index, {}), hook)
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,

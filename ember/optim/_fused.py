@@ -7,7 +7,7 @@ copied into float32/float64 work arrays and copied back after the kernel.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -15,7 +15,8 @@ from ..tensor.dtypes import get_default_dtype
 from ..tensor.tensor import Tensor
 from ..tensor._dispatch import ascontiguous, family
 
-__all__ = ["apply_update", "advance_step", "new_step", "zeros_state", "to_scalar", "EMPTY"]
+__all__ = ["apply_update", "on_fast_path", "bump_versions", "advance_step", "new_step", "zeros_state", "to_scalar",
+           "EMPTY"]
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = np.dtype(np.float32)
@@ -28,7 +29,8 @@ def _work_dtype(dtype: np.dtype) -> np.dtype:
     return dtype if dtype in _FAST else _F32
 
 
-def apply_update(kernel: Callable[..., None], param: Tensor, grad: Tensor, buffers: tuple, *scalars: Any) -> None:
+def apply_update(kernel: Callable[..., None], param: Tensor, grad: Tensor, buffers: Sequence[Tensor | None],
+                 *scalars: Any) -> None:
     """Run ``kernel(param, grad, *buffers, *scalars)`` over flat arrays, in place on the tensors' storage.
 
     ``buffers`` are state Tensors, or ``None`` for an unused optional buffer.
@@ -37,27 +39,43 @@ def apply_update(kernel: Callable[..., None], param: Tensor, grad: Tensor, buffe
     g = grad._array
     if type(p) is not np.ndarray:  # the same update from the parameter's backend
         kernel = getattr(family("optim_updates", p), kernel.__name__)
+    if on_fast_path(p, g, buffers):
+        empty = EMPTY[p.dtype]
+        kernel(p.reshape(-1), g.reshape(-1), *[empty if b is None else b._array.reshape(-1) for b in buffers],
+               *scalars)
+    else:
+        _apply_slow(kernel, p, g, buffers, scalars)
+    bump_versions(param, buffers)
+
+
+def on_fast_path(p: Any, g: Any, buffers: Sequence[Tensor | None]) -> bool:
+    """Whether parameter array ``p``, gradient array ``g`` and the state ``buffers`` go to a kernel as they are:
+    one float32/float64 dtype, all C-contiguous. Raises when a gradient or state shape is not the parameter's."""
     shape = p.shape
     dtype = p.dtype
-    fast = dtype in _FAST and p.flags.c_contiguous and g.dtype == dtype and g.flags.c_contiguous
+    fast = dtype in _FAST and _c_contiguous(p) and g.dtype == dtype and _c_contiguous(g)
     matches = g.shape == shape
     for b in buffers:
         if b is not None:
             a = b._array
             matches = matches and a.shape == shape
-            fast = fast and a.dtype == dtype and a.flags.c_contiguous
+            fast = fast and a.dtype == dtype and _c_contiguous(a)
     if not matches:
         raise RuntimeError(
             f"optimizer step: gradient {tuple(g.shape)} or state "
             f"{[tuple(b._array.shape) for b in buffers if b is not None]} does not match the parameter's shape "
             f"{tuple(shape)}"
         )
-    if fast:
-        empty = EMPTY[dtype]
-        kernel(p.reshape(-1), g.reshape(-1), *[empty if b is None else b._array.reshape(-1) for b in buffers],
-               *scalars)
-    else:
-        _apply_slow(kernel, p, g, buffers, scalars)
+    return fast
+
+
+def _c_contiguous(a: Any) -> bool:
+    # device storage answers directly (its ``flags`` builds a namespace on every read)
+    return a.flags.c_contiguous if type(a) is np.ndarray else a.is_contiguous
+
+
+def bump_versions(param: Tensor, buffers: Sequence[Tensor | None]) -> None:
+    """Mark the parameter and the state buffers as modified in place."""
     param._version.value += 1
     for b in buffers:
         if b is not None:

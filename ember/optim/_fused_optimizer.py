@@ -1,9 +1,11 @@
-"""The step loop shared by the optimizers whose update is one fused kernel call per parameter.
+"""The step loop shared by the optimizers whose update is one fused kernel per parameter (or per group).
 
 ``FusedOptimizer.step`` walks the param groups, skips parameters without a
 gradient, creates state on a parameter's first step, advances its ``step``
 counter and hands parameter, gradient, state buffers and scalars to the
-optimizer's kernel entry point (``ember.cpu_kernels.optim_updates``). A
+optimizer's kernel entry point (``ember.cpu_kernels.optim_updates``). On the
+GPU, unless the group says ``foreach=False``, the parameters that share a dtype
+and step scalars are updated together by one launch (``MultiTensorStep``). A
 subclass states only what is its own: the group options its kernel takes, its
 state buffers, and the scalars derived from the step count.
 """
@@ -13,6 +15,7 @@ from typing import Any, Callable
 
 from ..tensor.tensor import Tensor
 from ._fused import advance_step, apply_update, new_step, to_scalar, zeros_state
+from ._multi_tensor import MultiTensorStep
 from .optimizer import Optimizer, run_closure
 
 __all__ = ["FusedOptimizer"]
@@ -22,7 +25,7 @@ _FLAGS = frozenset({"maximize", "nesterov", "decoupled_weight_decay"})
 
 
 class FusedOptimizer(Optimizer):
-    """Base of the per-parameter fused-kernel optimizers (a template for ``step``).
+    """Base of the fused-kernel optimizers (a template for ``step``).
 
     Subclasses set ``_kernel`` (an ``optim_updates`` entry point), ``_options``
     (group keys read once per group, in the kernel's order; ``"betas"`` gives
@@ -54,13 +57,26 @@ class FusedOptimizer(Optimizer):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss when given."""
         loss = run_closure(closure)
         for group in self.param_groups:
-            options = self._group_options(group)
-            names = self._buffer_names(group)
+            self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        """Update the group's parameters: on the GPU together (one launch per dtype and step scalars) unless the
+        group says ``foreach=False``, else one kernel call each."""
+        options = self._group_options(group)
+        names = self._buffer_names(group)
+        foreach = group.get("foreach")
+        batch = MultiTensorStep(self._kernel) if foreach is None or foreach else None
+        try:
             for p in group["params"]:
                 grad = p.grad
                 if grad is not None:
-                    self._step_param(p, grad, names, options)
-        return loss
+                    buffers, scalars = self._prepare(p, names, options)
+                    if batch is None or not batch.add(p, grad, buffers, scalars):
+                        apply_update(self._kernel, p, grad, buffers, *scalars)
+        finally:  # parameters whose step was counted are updated even if a later one fails
+            if batch is not None:
+                batch.flush()
 
     def _group_options(self, group: dict[str, Any]) -> tuple:
         """``self._options`` of ``group`` as Python floats and bools (one-element Tensors read out)."""
@@ -90,14 +106,14 @@ class FusedOptimizer(Optimizer):
             if name is not None:
                 state[name] = zeros_state(p, fill)
 
-    def _step_param(self, p: Tensor, grad: Tensor, names: tuple[str | None, ...], options: tuple) -> None:
-        """Advance the parameter's step counter (creating its state on its first step) and run the kernel on it."""
+    def _prepare(self, p: Tensor, names: tuple[str | None, ...], options: tuple) -> tuple[list, tuple]:
+        """Advance the parameter's step counter (creating its state on its first step); its kernel's state
+        buffers (None for an unused one) and scalars."""
         state = self.state[p]
         if not state:
             self._init_state(p, state, names)
         step = advance_step(state["step"])
-        apply_update(self._kernel, p, grad, [None if name is None else state[name] for name in names],
-                     *self._step_scalars(state, step, options))
+        return [None if name is None else state[name] for name in names], self._step_scalars(state, step, options)
 
     def _step_scalars(self, state: dict[str, Any], step: float, options: tuple) -> tuple:
         """The kernel's scalar arguments at step count ``step`` (default: the group options as they are)."""

@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from ..cpu_kernels import optim_updates as kernels
 from ..tensor.tensor import Tensor
-from ._fused import apply_update, zeros_state
+from ._fused import zeros_state
 from ._fused_optimizer import FusedOptimizer
 from ._validate import check_lr, check_not_differentiable, check_nonneg
 
@@ -33,7 +33,7 @@ class SGD(FusedOptimizer):
                         maximize=maximize, foreach=foreach, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    def _step_param(self, p: Tensor, grad: Tensor, names: tuple[str | None, ...], options: tuple) -> None:
+    def _prepare(self, p: Tensor, names: tuple[str | None, ...], options: tuple) -> tuple[list, tuple]:
         """No state without momentum (as torch); a new momentum buffer takes the first gradient as is."""
         buf, first = None, False
         if options[1] != 0.0:  # momentum
@@ -42,4 +42,4 @@ class SGD(FusedOptimizer):
             if buf is None:
                 buf = state["momentum_buffer"] = zeros_state(p)
                 first = True
-        apply_update(self._kernel, p, grad, (buf,), *options, first)
+        return [buf], (*options, first)

@@ -27,7 +27,10 @@ from .tensor.joins import atleast_1d, atleast_2d, atleast_3d, block_diag, broadc
     column_stack, concat, concatenate, diag, diag_embed, diagflat, diff, dstack, flip, fliplr, flipud, hstack, \
     meshgrid, repeat_interleave, roll, rot90, row_stack, stack, tile, tril, tril_indices, triu, triu_indices, vstack
 from .tensor.closeness import allclose, equal, isclose
+from .tensor.composite import float_power, heaviside, ldexp, ldexp_, logaddexp, logaddexp2, logit, logit_, sinc, \
+    sinc_
 from .tensor.contractions import cdist, einsum, inner, kron, tensordot, trace
+from .tensor.nan_reduce import nanmean, nansum
 from .tensor.matmul import addmm, bmm, dot, matmul, mm, mv, outer
 from .tensor.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, \
     preserve_format
@@ -36,8 +39,8 @@ from .tensor.random import Generator, default_generator, fork_rng, get_rng_state
     seed, set_rng_state
 from .tensor.random_ops import bernoulli, multinomial, normal, rand, rand_like, randint, randint_like, randn, \
     randn_like, randperm
-from .tensor.reduce import all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, logsumexp, max, \
-    mean, median, min, norm, prod, std, std_mean, sum, var, var_mean
+from .tensor.reduce import all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum, logcumsumexp, \
+    logsumexp, max, mean, median, min, norm, prod, std, std_mean, sum, var, var_mean
 from .tensor.sorting import argsort, bincount, bucketize, cummax, cummin, histc, isin, kthvalue, mode, msort, \
     searchsorted, sort, topk, unique, unique_consecutive
 from .linalg import det, inv as inverse, matrix_power
@@ -119,6 +122,26 @@ def _binary_function(name: str):
     return fn
 
 
+def _method_function(name: str):
+    """``ember.name(input, ...)`` as ``input.name(...)``: torch's functions that are methods of their first tensor."""
+    method = getattr(Tensor, name)
+
+    def fn(input: Tensor, *args, **kwargs):
+        return method(input, *args, **kwargs)
+
+    fn.__name__ = name
+    fn.__doc__ = f"``input.{name}(...)`` (see ``Tensor.{name}``)."
+    return fn
+
+
+# torch functions that are the Tensor method of the same name: in-place forms and a few plain ones
+_METHOD_FUNCTIONS = ("clamp_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "deg2rad_", "rad2deg_",
+                     "nan_to_num_", "xlogy_", "zero_", "fill_", "detach", "detach_")
+# unary ops with no in-place function in torch's namespace (only Tensor methods)
+_NO_INPLACE_FUNCTION = {"erfinv", "lgamma", "digamma", "trigamma", "sign"}
+_INPLACE_ALIASES = {"negative", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "clip"}
+
+
 def _export_elementwise() -> None:
     from .tensor.elementwise import UNARY_OPS
 
@@ -126,6 +149,10 @@ def _export_elementwise() -> None:
     for name in UNARY_OPS:
         if name != "trigamma":  # internal: torch spells it polygamma(1, x)
             namespace.setdefault(name, _unary_function(name))
+        if name not in _NO_INPLACE_FUNCTION:
+            namespace.setdefault(name + "_", _method_function(name + "_"))
+    for name in _METHOD_FUNCTIONS:
+        namespace.setdefault(name, _method_function(name))
     for name in ("atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "copysign", "xlogy", "remainder", "fmod",
                  "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
                  "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):
@@ -137,6 +164,8 @@ def _export_elementwise() -> None:
                         "less_equal": "le", "not_equal": "ne", "swapaxes": "transpose",
                         "swapdims": "transpose", "moveaxis": "movedim"}.items():
         namespace[alias] = namespace[name]
+        if alias in _INPLACE_ALIASES:
+            namespace[alias + "_"] = namespace[name + "_"]
 
 
 _export_elementwise()

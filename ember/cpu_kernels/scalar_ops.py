@@ -18,6 +18,7 @@ _NAN = math.nan
 # NumPy's fmod (Numba has no math.fmod on the CPU); the CUDA build rebinds the name to math.fmod, its device form
 _fmod = np.fmod
 _INF = math.inf
+_LOG2_E = 1.0 / math.log(2.0)
 
 
 @inline
@@ -562,6 +563,31 @@ def xlogy(x, y):
     if x == 0:
         return 0.0
     return x * log(y)
+
+
+@inline
+def _log_add_split(a, b):
+    """(larger operand, smaller minus larger, whether the larger is already the sum): the shared first step of
+    logaddexp and logaddexp2, which factor the larger term out so nothing overflows. NaN propagates, and equal
+    infinities (where the difference would be NaN) are their own sum."""
+    if a != a or b != b:
+        return a + b, a - a, True
+    hi, lo = (a, b) if a >= b else (b, a)
+    return hi, lo - hi, hi == -_INF or hi == _INF
+
+
+@inline
+def logaddexp(a, b):
+    """``log(exp(a) + exp(b))`` without overflow."""
+    hi, gap, done = _log_add_split(a, b)
+    return hi if done else hi + math.log1p(math.exp(gap))
+
+
+@inline
+def logaddexp2(a, b):
+    """``log2(2**a + 2**b)`` without overflow."""
+    hi, gap, done = _log_add_split(a, b)
+    return hi if done else hi + math.log1p(2.0 ** gap) * _LOG2_E
 
 
 # ---------------------------------------------------------------- binary, integer

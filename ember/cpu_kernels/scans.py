@@ -8,8 +8,6 @@ striding down columns. The kernels are generated per op (see ``codegen``).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -34,23 +32,13 @@ SCANS = {
     op.S_PROD: ("cumprod", "s.mul", "wide", op.R_PROD),
     op.S_MAX: ("cummax", "s.maximum", "same", op.R_MAX),
     op.S_MIN: ("cummin", "s.minimum", "same", op.R_MIN),
-    op.S_LOGSUMEXP: ("logcumsumexp", "c.logaddexp", "float", None),
+    op.S_LOGSUMEXP: ("logcumsumexp", "s.logaddexp", "float", None),
 }
 # code -> (kernel name, "element v replaces running extreme m"), torch's rule: ties and NaNs move the index on.
 ARG_SCANS = {op.S_MAX: ("cummax_indices", "c.takes_max"), op.S_MIN: ("cummin_indices", "c.takes_min")}
 
 
 # ------------------------------------------------------------------ scalar helpers
-@inline
-def logaddexp(a, b):
-    if a != a or b != b:
-        return a + b
-    hi, lo = (a, b) if a >= b else (b, a)
-    if hi == -math.inf or hi == math.inf:
-        return hi
-    return hi + math.log1p(math.exp(lo - hi))
-
-
 @inline
 def takes_max(v, m):
     return v != v or (m == m and v >= m)

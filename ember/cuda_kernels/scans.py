@@ -23,6 +23,7 @@ from numba import cuda
 
 from .. import opcodes as op
 from .launch import device_meta, grid
+from .scalar_ops import device_function
 
 __all__ = ["scan", "scan_indices"]
 
@@ -67,15 +68,7 @@ def combine(code, t, v):
     return t if t <= v else v
 
 
-@cuda.jit(device=True)
-def logaddexp(a, b):
-    if a != a or b != b:
-        return a + b
-    hi = a if a >= b else b
-    lo = b if a >= b else a
-    if hi == -math.inf or hi == math.inf:
-        return hi
-    return hi + math.log1p(math.exp(lo - hi))
+logaddexp = device_function("logaddexp")  # the CPU definition, built for the device
 
 
 # ------------------------------------------------------------------ kernels

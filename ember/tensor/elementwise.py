@@ -13,9 +13,10 @@ import numpy as np
 
 from .. import opcodes as op
 from ..cpu_kernels import elementwise as cpu_elementwise
+from ..cpu_kernels.quiet import quietly
 from ..autograd import forward_ad, function as _function
 from ..autograd.function import Function, FunctionCtx
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import _state as _grad_modes, is_grad_enabled
 from . import dtypes
 from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, on_device, shape_of, \
     sum_to_shape
@@ -56,7 +57,8 @@ def _run(kernel: Callable, code: int, arrays: list[np.ndarray], shape: tuple[int
     store_dt = dtypes.bool if rdt is dtypes.bool else cdt
     result = empty_like_layout(template, shape, store_dt, like=next((a for a in arrays if on_device(a)), None))
     kernel(code, *arrays, result)
-    return result if store_dt is rdt else result.astype(rdt.np)
+    # narrowing to float16 may overflow: inf is the result (as in torch), not a NumPy warning
+    return result if store_dt is rdt else quietly(result.astype, rdt.np)
 
 
 # ----------------------------------------------------------------------------- unary
@@ -172,7 +174,7 @@ def unary(name: str, x: Any) -> Tensor:
             "use the `~` or `logical_not()` operator instead."
         )
     cls = _UNARY_CLASSES[name]
-    if (x._requires_grad and is_grad_enabled()) or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler)
+    if (x._requires_grad and _grad_modes.enabled) or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler)
         return cls.apply(x)
     return cls.forward(_NO_CTX, x)
 
@@ -264,10 +266,12 @@ class _Binary(Function):
 
     @classmethod
     def forward(cls, ctx, a: Any, b: Any) -> Any:
-        result = Tensor._make(cls.compute(a, b))
+        out = cls.compute(a, b)
+        result = Tensor._make(out)
         if ctx.needs_input_grad:
-            sa, sb = shape_of(a), shape_of(b)
-            shape = result._array.shape
+            sa = a._array.shape if isinstance(a, Tensor) else None  # shape_of, inline: this runs for every op
+            sb = b._array.shape if isinstance(b, Tensor) else None
+            shape = out.shape
             # None: both operands had the result's shape (nothing to un-broadcast, and three fewer tuples kept
             # alive per graph node for the garbage collector to walk)
             ctx.shapes = None if sa == shape and sb == shape else (sa, sb)
@@ -406,6 +410,11 @@ BINARY_OPS: dict[str, tuple] = {
                                                                g * 0 if _needs(n, 1) else None)),
     "xlogy": (op.XLOGY, FLOAT, lambda a, b, y, g, n: (g * where(a == 0, 0.0, b.log() if isinstance(b, Tensor) else math.log(b)) if _needs(n, 0) else None,
                                                          g * a / b if _needs(n, 1) else None)),
+    # torch's gradients: d/da log(e^a + e^b) = 1 / (1 + e^(b - a)), and the same in base 2
+    "logaddexp": (op.LOGADDEXP, FLOAT_ONLY, lambda a, b, y, g, n: (g / (1 + (b - a).exp()) if _needs(n, 0) else None,
+                                                                   g / (1 + (a - b).exp()) if _needs(n, 1) else None)),
+    "logaddexp2": (op.LOGADDEXP2, FLOAT_ONLY, lambda a, b, y, g, n: (
+        g / (1 + (b - a).exp2()) if _needs(n, 0) else None, g / (1 + (a - b).exp2()) if _needs(n, 1) else None)),
     "maximum": (op.MAXIMUM, SAME, _max_grad(lambda a, b: a > b)),
     "minimum": (op.MINIMUM, SAME, _max_grad(lambda a, b: a < b)),
     "fmax": (op.FMAX, SAME, _max_grad(lambda a, b: (a >= b) | isnan(b))),
@@ -446,7 +455,7 @@ def _check_operand(name: str, x: Any, position: int) -> None:
 
 # Ops whose operands must both be tensors (torch has no Scalar overload for them).
 _TENSOR_ONLY = frozenset({"atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
-                          "logical_xor"})
+                          "logical_xor", "logaddexp", "logaddexp2"})
 
 
 def _check_tensor_operands(name: str, a: Any, b: Any) -> None:
@@ -480,7 +489,7 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     if name == "sub":
         _check_sub_operands(a, b)
     cls = _BINARY_CLASSES[name]
-    if (cls.grad is not None and is_grad_enabled() and (getattr(a, "_requires_grad", False)
+    if (cls.grad is not None and _grad_modes.enabled and (getattr(a, "_requires_grad", False)
                                                        or getattr(b, "_requires_grad", False))) \
             or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler, forward-mode AD)
         return cls.apply(a, b)

@@ -5,8 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import closeness, contractions, conversion, elementwise as ew, indexing, joins, matmul as mm, pinned, \
-    random_ops, reduce as red, sorting, views
+from . import closeness, composite, contractions, conversion, elementwise as ew, indexing, joins, matmul as mm, \
+    nan_reduce, pinned, random_ops, reduce as red, sorting, views
 from .tensor import Tensor
 
 
@@ -31,8 +31,9 @@ def _unary_inplace(name: str) -> Callable:
     return _method(lambda self: ew.inplace(self, name, lambda s: ew.unary(name, s)), name + "_")
 
 
-def _binary_inplace(name: str, fn: Callable) -> Callable:
-    return _method(lambda self, other, **kw: ew.inplace(self, name, lambda s: fn(s, other, **kw)), name + "_")
+def _inplace_of(name: str, fn: Callable) -> Callable:
+    """The in-place method ``name_``: ``fn(self, *args)`` written back into ``self``."""
+    return _method(lambda self, *args, **kw: ew.inplace(self, name, lambda s: fn(s, *args, **kw)), name + "_")
 
 
 def _comparison(fn: Callable, name: str) -> Callable:
@@ -50,17 +51,21 @@ def _reflected(fn: Callable, name: str) -> Callable:
     return _method(lambda self, other: fn(other, self), name)
 
 
+# torch's other names of methods (and of their in-place forms)
+ALIASES = {
+    "absolute": "abs", "negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+    "arccosh": "acosh", "arctanh": "atanh", "fix": "trunc", "multiply": "mul", "divide": "div", "subtract": "sub",
+    "true_divide": "div", "arctan2": "atan2", "greater": "gt", "less": "lt", "greater_equal": "ge",
+    "less_equal": "le", "not_equal": "ne", "sgn": "sign",  # sgn is sign on real tensors
+}
+
+
 def bind() -> None:
     """Attach every op to ``Tensor`` (called once when ember is imported)."""
     for name in ew.UNARY_OPS:
         setattr(Tensor, name, _unary_method(name))
         setattr(Tensor, name + "_", _unary_inplace(name))
     Tensor.round = ew.round
-    Tensor.absolute = Tensor.abs
-    Tensor.negative = Tensor.neg
-    Tensor.arcsin, Tensor.arccos, Tensor.arctan = Tensor.asin, Tensor.acos, Tensor.atan
-    Tensor.arcsinh, Tensor.arccosh, Tensor.arctanh = Tensor.asinh, Tensor.acosh, Tensor.atanh
-    Tensor.fix = Tensor.trunc
 
     binaries = {
         "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "pow": ew.pow, "floor_divide": ew.floor_divide,
@@ -83,12 +88,10 @@ def bind() -> None:
     }
     for name, fn in binaries.items():
         setattr(Tensor, name, _method(fn, name))
-        setattr(Tensor, name + "_", _binary_inplace(name, fn))
-    Tensor.multiply, Tensor.divide, Tensor.subtract = Tensor.mul, Tensor.div, Tensor.sub
-    Tensor.true_divide, Tensor.arctan2 = Tensor.div, Tensor.atan2
-    Tensor.greater, Tensor.less, Tensor.greater_equal, Tensor.less_equal = Tensor.gt, Tensor.lt, Tensor.ge, Tensor.le
-    Tensor.not_equal = Tensor.ne
-    Tensor.sgn, Tensor.sgn_ = Tensor.sign, Tensor.sign_  # sgn is sign on real tensors
+        setattr(Tensor, name + "_", _inplace_of(name, fn))
+    for alias, name in ALIASES.items():  # each with its in-place form
+        setattr(Tensor, alias, getattr(Tensor, name))
+        setattr(Tensor, alias + "_", getattr(Tensor, name + "_"))
 
     for name, fn in {
         "isnan": ew.isnan, "isinf": ew.isinf, "isfinite": ew.isfinite, "isposinf": ew.isposinf,
@@ -101,7 +104,8 @@ def bind() -> None:
         "sum": red.sum, "mean": red.mean, "prod": red.prod, "max": red.max, "min": red.min, "amax": red.amax,
         "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "all": red.all, "any": red.any,
         "count_nonzero": red.count_nonzero, "var": red.var, "std": red.std, "norm": red.norm,
-        "logsumexp": red.logsumexp, "cumsum": red.cumsum, "cumprod": red.cumprod, "median": red.median,
+        "logsumexp": red.logsumexp, "logcumsumexp": red.logcumsumexp, "cumsum": red.cumsum, "cumprod": red.cumprod,
+        "median": red.median,
         # views
         "view": views.view, "view_as": views.view_as, "reshape": views.reshape, "reshape_as": views.reshape_as,
         "flatten": views.flatten, "unflatten": views.unflatten, "squeeze": views.squeeze,
@@ -134,6 +138,9 @@ def bind() -> None:
         self, "addcdiv", lambda s: ew.addcdiv(s, t1, t2, value=value)), "addcdiv_")
     Tensor.clamp_min = _method(lambda self, min: ew.clamp(self, min, None), "clamp_min")
     Tensor.clamp_max = _method(lambda self, max: ew.clamp(self, None, max), "clamp_max")
+    for name in ("clamp_min", "clamp_max", "logical_not", "bitwise_not", "deg2rad", "rad2deg", "nan_to_num",
+                 "cumsum", "cumprod"):
+        setattr(Tensor, name + "_", _inplace_of(name, getattr(Tensor, name)))
     for name in ("uniform_", "normal_", "bernoulli_", "exponential_", "random_", "geometric_", "log_normal_",
                  "cauchy_"):
         setattr(Tensor, name, _method(getattr(random_ops, name), name))
@@ -145,7 +152,7 @@ def bind() -> None:
     Tensor.is_pinned = _method(pinned.is_pinned, "is_pinned")
     from .. import linalg
 
-    for module in (sorting, linalg, indexing, joins, contractions, closeness):
+    for module in (sorting, linalg, indexing, joins, contractions, closeness, composite, nan_reduce):
         for name, fn in module.TENSOR_METHODS.items():
             setattr(Tensor, name, _method(fn, name))
     Tensor.T = property(views.full_transpose)

@@ -487,7 +487,7 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 
 
 class Scan(Function):
-    """cumsum / cumprod along one dim."""
+    """cumsum / cumprod / logcumsumexp along one dim."""
 
     @staticmethod
     def forward(ctx, x, code, dim, out_dt):
@@ -507,7 +507,25 @@ class Scan(Function):
         d = ctx.dim
         if ctx.code == op.S_SUM:
             return _reverse_cumsum(g, d), None, None, None
+        if ctx.code == op.S_LOGSUMEXP:
+            return _logcumsumexp_grad(x, y, g, d), None, None, None
         return _cumprod_grad(x, y, g, d), None, None, None
+
+
+def _logcumsumexp_grad(x: Tensor, y: Tensor, g: Tensor, d: int) -> Tensor:
+    """torch's stable form of ``exp(x_i) * sum_{j >= i} g_j / exp(y_j)``: the positive and negative parts of ``g``
+    summed in log space (reverse logcumsumexp), so no exp overflows; in logcumsumexp itself, so it differentiates."""
+    from .elementwise import where
+    from .joins import flip
+
+    lowest = float(np.finfo(g.dtype.np).min)
+    log_abs = g.abs().log()
+
+    def part(mask: Tensor) -> Tensor:
+        shifted = where(mask, log_abs, lowest) - y
+        return (flip(logcumsumexp(flip(shifted, (d,)), d), (d,)) + x).exp()
+
+    return part(g > 0) - part(g < 0)
 
 
 def _cumprod_grad(x: Tensor, y: Tensor, g: Tensor, d: int) -> Tensor:
@@ -549,6 +567,14 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running product along ``dim``."""
     return _scan(input, op.S_PROD, dim, dtype, "cumprod")
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """Running ``log(sum(exp(x)))`` along ``dim``, computed stably (floating inputs only)."""
+    _wrap_dim(dim, input.ndim, "logcumsumexp")  # torch checks the dim before the dtype
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_torch_name(input.dtype)}\'')
+    return _scan(input, op.S_LOGSUMEXP, dim, None, "logcumsumexp")
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:

@@ -118,6 +118,18 @@ def test_nan_semantics(device_view):
         np.testing.assert_array_equal(out.to_numpy(), expected)
 
 
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-15), (np.float32, 1e-6)])
+def test_logaddexp_is_stable_at_the_edges(dtype, rtol, device_view):
+    a = np.array([1e4, -1e4, 1e4, -np.inf, np.inf, np.inf, np.nan, 1.0, -np.inf, 0.5], dtype)
+    b = np.array([1e4, -1e4, -1e4, -np.inf, -np.inf, np.inf, 1.0, np.nan, 2.0, 0.5], dtype)
+    for code, reference in ((op.LOGADDEXP, np.logaddexp), (op.LOGADDEXP2, np.logaddexp2)):
+        out = DeviceStorage.empty(a.shape, dtype)
+        ew.binary(code, device_view(a), device_view(b), out)
+        with np.errstate(invalid="ignore"):
+            expected = reference(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(out.to_numpy(), expected, rtol=rtol, err_msg=BINARY[code])
+
+
 def test_every_layout_and_strided_output(layout_name, layouts, device_view):
     base = VALUES[:12].reshape(2, 2, 3).repeat(2, axis=1)  # (2, 4, 3)
     x = layouts(base)[layout_name]

@@ -157,6 +157,10 @@ def _renormed_embedding(index, weight):
 
 POSITIVE = {"lo": 0.3, "hi": 1.7}
 
+def _with_nans(a):
+    return ember.where(a > 0.5, a, float("nan"))
+
+
 # name, input specs, function, differentiable
 OPS += [  # rows from a survey of every public op: each once reached a host-only NumPy function
     # ops that reached a NumPy function with no device version (the survey's failures)
@@ -214,6 +218,14 @@ OPS += [  # rows from a survey of every public op: each once reached a host-only
     ("addcdiv_lerp", [f64(3, 4), f64(3, 4), f64(4, **POSITIVE)],
      lambda a, b, c: ember.addcdiv(a, b, c, value=0.5) + ember.lerp(a, b, c / 2), True),
     ("atan2_xlogy", [f64(3, 4), f64(4, **POSITIVE)], lambda a, b: ember.atan2(a, b) + ember.xlogy(b, b + a * a), True),
+    ("logaddexp", [f64(3, 4, lo=-30, hi=30), f64(4, lo=-30, hi=30)],
+     lambda a, b: ember.logaddexp(a, b) + ember.logaddexp2(b, a), True),
+    ("float_power_ldexp", [f64(3, 4, **POSITIVE), f64(4)], lambda a, b: ember.float_power(a, b) + ember.ldexp(a, b),
+     True),
+    ("logcumsumexp", [f64(3, 4, lo=-30, hi=30)], lambda a: a.logcumsumexp(1) + ember.logcumsumexp(a, 0), True),
+    ("logit_sinc_heaviside", [f64(3, 4, lo=0.05, hi=0.95)],
+     lambda a: ember.logit(a, eps=0.1) + ember.sinc(a * 3) + ember.heaviside(a.detach() - 0.5, a.detach()), True),
+    ("nansum_nanmean", [f64(3, 4)], lambda a: ember.nansum(_with_nans(a), 1) + ember.nanmean(_with_nans(a), 1), True),
     ("remainder_fmod", [f64(3, 4), f64(4, **POSITIVE)], lambda a, b: ember.remainder(a, b) * ember.fmod(a, b), True),
     ("bitwise", [i64(3, 4, hi=8), i64(4, hi=3)],
      lambda a, b: (a & b) | (a ^ b) | ember.bitwise_left_shift(a, b) | ~a, False),

@@ -29,7 +29,7 @@ UNARY = ("abs", "neg", "exp", "log", "sqrt", "sin", "tanh", "sigmoid", "floor", 
          "erf", "log1p", "expm1", "isnan", "isinf", "logical_not", "rsqrt", "nan_to_num", "square", "trunc",
          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2",
          "ceil", "frac", "erfc", "sgn", "signbit", "isfinite", "isneginf", "isposinf", "deg2rad", "rad2deg",
-         "positive", "fix", "angle")
+         "positive", "fix", "angle", "sinc", "logit")
 
 
 def _unary(name: str):
@@ -45,7 +45,9 @@ register("bitwise_not", lambda lib, x: lib.t.bitwise_not(x),
 
 BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "remainder", "atan2", "eq", "lt",
           "logical_and", "floor_divide", "hypot", "copysign", "xlogy", "bitwise_and", "ne", "le", "gt", "ge",
-          "fmax", "fmin", "logical_or", "logical_xor", "true_divide")
+          "fmax", "fmin", "logical_or", "logical_xor", "true_divide", "logaddexp", "logaddexp2", "float_power",
+          "ldexp", "heaviside")
+BINARY_WITH_OUT = {"logaddexp", "logaddexp2", "float_power", "ldexp", "heaviside"}  # out= through the shared writer
 
 
 @st.composite
@@ -58,7 +60,7 @@ def _binary(draw, name: str):
 
 for _name in BINARY:
     register(_name, lambda lib, a, b, _n=_name, **o: getattr(lib.t, _n)(a, b, **o), _binary(_name),
-             family="elementwise")
+             out=_name in BINARY_WITH_OUT, family="elementwise")
 
 
 @st.composite
@@ -67,7 +69,7 @@ def _inplace(draw, name: str):
     return Case(name, (draw(tensors(sa)), draw(tensors(sb)) if draw(st.booleans()) else draw(scalars)))
 
 
-for _name in ("add_", "mul_", "div_", "clamp_min"):
+for _name in ("add_", "mul_", "div_", "clamp_min", "float_power_", "clamp_min_", "true_divide_"):
     register(_name, lambda lib, a, b, _n=_name: getattr(a, _n)(b), _inplace(_name), family="elementwise")
 
 
@@ -128,7 +130,8 @@ def _method(name: str):
     return lambda lib, x, *a, **kw: getattr(x, name)(*a, **kw)
 
 
-for _name in ("sum", "mean", "prod", "amax", "logsumexp", "std", "var", "any", "all", "count_nonzero", "norm"):
+for _name in ("sum", "mean", "prod", "amax", "logsumexp", "std", "var", "any", "all", "count_nonzero", "norm",
+              "nansum", "nanmean"):
     _needs_dim = _name == "logsumexp"
     register(_name, _method(_name), _reduce(_name, dim_required=_needs_dim), family="reduction")
 
@@ -161,7 +164,7 @@ for _name in ("max", "min"):
     register(_name + "_dim", _method(_name), _reduce(_name + "_dim", dim_required=True, distinct=True),
              family="reduction")
 
-for _name in ("cumsum", "cumprod", "cummax"):
+for _name in ("cumsum", "cumprod", "cummax", "logcumsumexp"):
     register(_name, _method(_name), _reduce(_name, dim_required=True, distinct=_name == "cummax"), family="scan")
 
 # ---- indexing -------------------------------------------------------------------------------------------------------

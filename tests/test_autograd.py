@@ -187,6 +187,28 @@ def test_custom_function():
     assert gradgradcheck(lambda t: Cube.apply(t, 1.5), (leaf([0.3, -0.7]),))
 
 
+class _DetachedCube(Function):
+    """x**3 whose backward detaches x: first derivatives right, second derivatives zero (wrong)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x.detach() ** 2
+
+
+def test_gradgradcheck_catches_a_wrong_second_derivative():
+    x = leaf([0.3, -0.7])
+    assert gradcheck(_DetachedCube.apply, (x,))
+    assert not gradgradcheck(_DetachedCube.apply, (x,), raise_exception=False)
+    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+        gradgradcheck(_DetachedCube.apply, (x,))
+
+
 def test_needs_input_grad_and_non_differentiable():
     flags = {}
 

@@ -95,6 +95,9 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
                           "gradcheck is only reliable in float64.", stacklevel=2)
     numerical = _numerical(func, inputs, wrt, eps)
     analytical = _analytical(func, inputs, wrt)
+    if len(numerical[0]) != len(analytical[0]):  # a check that compares nothing must not pass
+        raise GradcheckError(f"the function returned {len(analytical[0])} floating-point outputs with grad mode on "
+                             f"but {len(numerical[0])} under no_grad")
     for k, i in enumerate(wrt):
         for m, (a, n) in enumerate(zip(analytical[k], numerical[k])):
             if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
@@ -114,7 +117,8 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
                   masked: bool = False) -> bool:
     """gradcheck of the vector-Jacobian product: second derivatives against finite differences."""
     from . import grad
-    from ..tensor.creation import tensor
+    from .grad_mode import enable_grad
+    from ..tensor.creation import tensor, zeros_like
 
     inputs = _tuple(inputs)
     wrt = _differentiable(inputs)
@@ -128,11 +132,14 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
     n_in = len(inputs)
 
     def vjp(*args: Any) -> tuple:
-        ins, gos = args[:n_in], args[n_in:]
-        outs = _outputs(func, ins)
-        live = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
-        grads = grad([o for o, _ in live], [ins[i] for i in wrt], [g for _, g in live], create_graph=True,
-                     allow_unused=True)
-        return tuple(g for g in grads if g is not None)
+        # grad mode on even where gradcheck evaluates under no_grad (its finite differences): the first
+        # derivative is a backward pass, so without a graph there would be no outputs to compare
+        with enable_grad():
+            ins, gos = args[:n_in], args[n_in:]
+            outs = _outputs(func, ins)
+            live = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
+            grads = grad([o for o, _ in live], [ins[i] for i in wrt], [g for _, g in live], create_graph=True,
+                         allow_unused=True)
+            return tuple(g if g is not None else zeros_like(ins[i]) for g, i in zip(grads, wrt))
 
     return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)

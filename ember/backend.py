@@ -75,6 +75,7 @@ KERNEL_FAMILIES: dict[str, tuple[str, ...]] = {
     "pooling": ("max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward"),
     "softmax": ("softmax_forward", "softmax_backward"),
     "activations": ("activation_forward", "activation_backward"),
+    "bias_activation": ("bias_activation_forward", "bias_activation_backward"),
     "dropout": ("dropout_forward", "masked_scale"),
     "losses": ("class_nll_forward", "class_nll_backward", "ctc_forward", "ctc_backward"),
     "normalization": ("rows_norm_forward", "rows_norm_backward", "rows_norm_affine_grads", "channel_moments",

@@ -5,8 +5,8 @@ It implements the backend contract written down in ``ember.backend``
 (``conv``, ``pooling``, ``softmax``, ... the nn and optimizer kernels, one
 submodule each); ``tests/test_backend_contract.py`` checks names and signatures.
 """
-from . import activations, conv, dropout, embedding, losses, normalization, optim_updates, pooling, recurrent, \
-    softmax
+from . import activations, bias_activation, conv, dropout, embedding, losses, normalization, optim_updates, pooling, \
+    recurrent, softmax
 from .elementwise import binary, ternary, unary
 from .indexing import scatter
 from .products import matmul
@@ -14,6 +14,6 @@ from .reductions import arg_reduce, reduce
 from .scans import scan, scan_indices
 from .sorting import bincount, histc, kthvalue, mode, searchsorted, sort, topk
 
-__all__ = ["activations", "conv", "dropout", "embedding", "losses", "normalization", "optim_updates", "pooling",
-           "recurrent", "softmax", "unary", "binary", "ternary", "reduce", "arg_reduce", "scan", "scan_indices", "matmul", "scatter", "sort", "topk",
+__all__ = ["activations", "bias_activation", "conv", "dropout", "embedding", "losses", "normalization",
+           "optim_updates", "pooling", "recurrent", "softmax", "unary", "binary", "ternary", "reduce", "arg_reduce", "scan", "scan_indices", "matmul", "scatter", "sort", "topk",
            "kthvalue", "mode", "searchsorted", "bincount", "histc"]

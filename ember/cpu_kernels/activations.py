@@ -10,7 +10,7 @@ gives fresh kernels, never stale ones. Inputs are flat contiguous
 float32/float64 arrays; parameters arrive as scalars of the array's dtype,
 so float32 work stays in float32.
 
-``vexp`` and ``verfc`` are float32 versions of exp and erfc written in plain
+``vexp``, ``verfc`` and ``vtanh`` are float32 versions of exp, erfc and tanh written in plain
 arithmetic, so LLVM vectorises them (libm's ``expf`` is a scalar call, ~5x
 slower); float64 uses libm. ``softmax.py`` uses ``vexp`` too.
 """
@@ -137,6 +137,31 @@ def _erfc32(x):
 
 
 _float32_fast_path(verfc, _erfc32, math.erfc)
+
+
+def vtanh(x):
+    """tanh(x): vectorisable in float32 (about 2 ulp), libm's in float64."""
+    return math.tanh(x)
+
+
+@scalar
+def _tanh32(x):
+    # Cephes' tanhf: an odd polynomial below |x| = 0.625 (no cancellation near 0), else 1 - 2 / (exp(2|x|) + 1)
+    # with the sign put back (exp overflowing to inf gives exactly 1; NaN takes the polynomial and stays NaN).
+    z = abs(x)
+    if z > np.float32(0.625):
+        t = np.float32(1.0) - np.float32(2.0) / (_exp32(z + z) + np.float32(1.0))
+        return t if x > np.float32(0.0) else -t
+    z = x * x
+    p = np.float32(-5.70498872745e-3)
+    p = p * z + np.float32(2.06390887954e-2)
+    p = p * z + np.float32(-5.37397155531e-2)
+    p = p * z + np.float32(1.33314422036e-1)
+    p = p * z + np.float32(-3.33332819422e-1)
+    return p * z * x + x
+
+
+_float32_fast_path(vtanh, _tanh32, math.tanh)
 
 
 @scalar
@@ -294,6 +319,40 @@ def logsigmoid_grad(v, g, a, b, c):
     return g * sigmoid(-v)
 
 
+# Activations whose gradient is cheapest from their output y: ``*_grad_y(y, g, a, b, c)`` is ``g * f'(x)`` written
+# in y. The fused linear path (``bias_activation``) saves y for these instead of the pre-activation.
+@scalar
+def relu(v, a, b, c):
+    return v if not v < const(v, 0.0) else const(v, 0.0)  # the unary relu's rule: NaN passes, +0 at -inf
+
+
+@scalar
+def relu_grad_y(y, g, a, b, c):
+    return g if y > const(y, 0.0) else const(y, 0.0)
+
+
+@scalar
+def tanh(v, a, b, c):
+    return vtanh(v)
+
+
+@scalar
+def tanh_grad_y(y, g, a, b, c):
+    return g * (const(y, 1.0) - y * y)
+
+
+@scalar
+def logistic(v, a, b, c):  # sigmoid as an activation (``sigmoid`` is the one-argument helper above)
+    return sigmoid(v)
+
+
+@scalar
+def logistic_grad_y(y, g, a, b, c):
+    return g * y * (const(y, 1.0) - y)
+
+
+OUTPUT_GRAD_ACTIVATIONS = ("relu", "tanh", "logistic")
+
 ACTIVATIONS = ("gelu", "gelu_tanh", "silu", "mish", "leaky_relu", "elu", "softplus_beta", "hardswish",
                "hardsigmoid", "hardtanh", "logsigmoid")
 
@@ -341,7 +400,7 @@ def _loops_source() -> str:
 _LOOPS = KernelSet("activations", _loops_source)
 
 
-def _params(x: np.ndarray, params: tuple) -> tuple:
+def scalar_params(x: np.ndarray, params: tuple) -> tuple:
     """Three parameters as scalars of ``x``'s dtype (unused ones 0)."""
     t = x.dtype.type
     padded = tuple(params) + (0.0,) * (3 - len(params))
@@ -350,7 +409,7 @@ def _params(x: np.ndarray, params: tuple) -> tuple:
 
 def _run(name: str, kind: str, arrays: tuple, params: tuple) -> None:
     variant = "parallel" if parallel_pays(arrays[0].size) else "serial"
-    _LOOPS[f"{name}_{kind}_{variant}"](*arrays, *_params(arrays[0], params))
+    _LOOPS[f"{name}_{kind}_{variant}"](*arrays, *scalar_params(arrays[0], params))
 
 
 def activation_forward(name: str, x: np.ndarray, out: np.ndarray, params: tuple = ()) -> None:

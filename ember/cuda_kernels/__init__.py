@@ -8,7 +8,7 @@ runs on the device), ``launch`` (grid sizes and cached layout metadata),
 ``reductions``, ``scans``, ``products``, ``indexing`` and ``sorting`` (the core contract),
 ``allocator`` (the caching allocator), ``random`` (the counter-based generator)
 and one module per nn kernel family of ``ember.backend.KERNEL_FAMILIES``
-(``conv``, ``pooling``, ``softmax``, ``activations``, ``dropout``, ``losses``,
+(``conv``, ``pooling``, ``softmax``, ``activations``, ``bias_activation``, ``dropout``, ``losses``,
 ``normalization``, ``embedding``, ``recurrent``, ``optim_updates``), imported
 on first use by ``ember.tensor._dispatch.family``.
 

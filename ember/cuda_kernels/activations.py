@@ -5,9 +5,9 @@ each ``f(v, a, b, c)`` / ``df(v, g, a, b, c)`` is compiled from its plain
 Python source (``py_func``) as a CUDA device function, so the GPU computes
 exactly the CPU's formulas. Their helpers are rebound while doing so: the
 CPU's other scalar functions (``sigmoid``, ``_tanh_gate``, ...) are rebuilt
-the same way, and ``vexp`` / ``verfc`` get device twins. Those two are CPU
+the same way, and ``vexp`` / ``verfc`` / ``vtanh`` get device twins. Those are CPU
 vectorisation devices (a float32 polynomial written for LLVM); on a GPU the
-plain ``math.exp`` / ``math.erfc`` are native. Under the simulator the exp
+plain ``math.exp`` / ``math.erfc`` / ``math.tanh`` are native. Under the simulator the exp
 twin returns inf past the float64 overflow point, where Python's ``math.exp``
 would raise (the compiled versions return inf). ``const`` stays the CPU's
 (a plain function with a generic-target overload).
@@ -17,6 +17,7 @@ device function, built on first use and cached.
 """
 from __future__ import annotations
 
+import dis
 import functools
 import math
 
@@ -47,19 +48,24 @@ def _erfc(x):
 
 
 # CPU helpers replaced by a device twin; every other Numba-compiled helper is rebuilt from its py_func.
-_TWINS = {"vexp": _exp, "verfc": _erfc}
+def _tanh(x):
+    return math.tanh(x)
+
+
+_TWINS = {"vexp": _exp, "verfc": _erfc, "vtanh": _tanh}
 
 
 @functools.cache
-def _device(name: str):
+def device_function(name: str):
     """Device function built from the CPU scalar function ``name``'s source, its helpers rebound."""
     py_func = getattr(_cpu, name).py_func
     helpers = {}
-    for ref in py_func.__code__.co_names:
+    # global reads only: ``co_names`` also holds attribute names (``math.tanh`` inside the scalar ``tanh``)
+    for ref in {i.argval for i in dis.get_instructions(py_func) if i.opname == "LOAD_GLOBAL"}:
         if ref in _TWINS:
             helpers[ref] = cuda.jit(device=True)(_TWINS[ref])
         elif hasattr(py_func.__globals__.get(ref), "py_func"):
-            helpers[ref] = _device(ref)
+            helpers[ref] = device_function(ref)
     return cuda.jit(device=True)(with_globals(py_func, helpers))
 
 
@@ -79,14 +85,7 @@ def _make_kernel(f, backward: bool):
 def _kernel(name: str, backward: bool):
     if name not in ACTIVATIONS:
         raise ValueError(f"unknown activation {name!r}; expected one of {ACTIVATIONS}")
-    return _make_kernel(_device(name + "_grad" if backward else name), backward)
-
-
-def _params(x: DeviceStorage, params: tuple) -> tuple:
-    """Three parameters as scalars of ``x``'s dtype (unused ones 0), as the CPU passes them."""
-    t = x.dtype.type
-    padded = tuple(params) + (0.0,) * (3 - len(params))
-    return t(padded[0]), t(padded[1]), t(padded[2])
+    return _make_kernel(device_function(name + "_grad" if backward else name), backward)
 
 
 def activation_forward(name: str, x: DeviceStorage, out: DeviceStorage, params: tuple = ()) -> None:
@@ -96,7 +95,7 @@ def activation_forward(name: str, x: DeviceStorage, out: DeviceStorage, params: 
     if n == 0:
         return
     blocks, threads = grid(n)
-    kernel[blocks, threads](n, x.buffer, x.offset, out.buffer, out.offset, *_params(x, params))
+    kernel[blocks, threads](n, x.buffer, x.offset, out.buffer, out.offset, *_cpu.scalar_params(x, params))
 
 
 def activation_backward(name: str, x: DeviceStorage, g: DeviceStorage, out: DeviceStorage,
@@ -107,4 +106,5 @@ def activation_backward(name: str, x: DeviceStorage, g: DeviceStorage, out: Devi
     if n == 0:
         return
     blocks, threads = grid(n)
-    kernel[blocks, threads](n, x.buffer, x.offset, g.buffer, g.offset, out.buffer, out.offset, *_params(x, params))
+    kernel[blocks, threads](n, x.buffer, x.offset, g.buffer, g.offset, out.buffer, out.offset,
+                            *_cpu.scalar_params(x, params))

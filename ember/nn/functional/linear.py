@@ -11,7 +11,8 @@ __all__ = ["linear", "bilinear"]
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half"}
 
 
-def _check_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+def check_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """torch's errors for arguments ``linear`` cannot take."""
     if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"linear(): argument 'input' and 'weight' must be Tensor, not "
                         f"{type(x).__name__} and {type(weight).__name__}")
@@ -50,19 +51,21 @@ class _Linear(Function):
     def backward(ctx, g: Tensor) -> tuple:
         x, weight = ctx.saved_tensors
         g2 = g.reshape(-1, weight.shape[0])
-        grad_x = grad_w = grad_b = None
-        if ctx.needs_input_grad[0]:
-            grad_x = g2.mm(weight).reshape(x.shape)
-        if ctx.needs_input_grad[1]:
-            grad_w = g2.t().mm(x.reshape(-1, x.shape[-1]))
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_b = g2.sum(0)
-        return grad_x, grad_w, grad_b
+        grad_b = g2.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return (*product_grads(x, weight, g2, ctx.needs_input_grad), grad_b)
+
+
+def product_grads(x: Tensor, weight: Tensor, g2: Tensor, needs: tuple) -> tuple[Tensor | None, Tensor | None]:
+    """The gradients of ``x @ weight.T`` for ``x`` and ``weight`` (None where ``needs`` says no), in tensor ops,
+    from the output gradient ``g2`` flattened to 2-D."""
+    grad_x = g2.mm(weight).reshape(x.shape) if needs[0] else None
+    grad_w = g2.t().mm(x.reshape(-1, x.shape[-1])) if needs[1] else None
+    return grad_x, grad_w
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` over the last dimension of ``input`` (any leading dimensions)."""
-    _check_linear(input, weight, bias)
+    check_linear(input, weight, bias)
     if weight.ndim == 1 or input.ndim == 1 or (bias is not None and bias.shape != (weight.shape[0],)):
         out = input.matmul(weight.t() if weight.ndim == 2 else weight)
         return out if bias is None else out + bias

@@ -8,6 +8,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ...tensor.tensor import Tensor
 from ..parameter import Parameter
+from ._fusion import fused_pair
 from .module import Module, _addindent
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
@@ -108,8 +109,18 @@ class Sequential(_Indexed):
         return Sequential(*self, *other)
 
     def forward(self, input: Any) -> Any:
-        for module in self._modules.values():
-            input = module(input)
+        """Each module on the result of the one before; a ``Linear`` and the activation after it may run as one
+        fused op (``_fusion.fused_pair``), with the same result."""
+        modules = tuple(self._modules.values())
+        i = 0
+        while i < len(modules):
+            fused = fused_pair(modules[i], modules[i + 1], input) if i + 1 < len(modules) else None
+            if fused is None:
+                input = modules[i](input)
+                i += 1
+            else:
+                input = fused
+                i += 2
         return input
 
 

@@ -11,6 +11,8 @@ import contextlib
 import threading
 from typing import Any, NamedTuple
 
+from .._cuda_context import activate, using
+
 INSTALL_HINT = (
     'Install GPU support with `pip install "ember[cuda]"` (it brings numba-cuda) on a machine with an NVIDIA GPU '
     "and its CUDA driver; to run CUDA code without a GPU, set NUMBA_ENABLE_CUDASIM=1 (Numba's simulator) before "
@@ -141,8 +143,7 @@ def set_device(device: Any) -> None:
     if isinstance(device, int) and device < 0:
         return
     index = _device_index(device)
-    if index != getattr(_local, "device", 0):
-        _cuda_module.select_device(index)
+    activate(index)
     _local.device = index
 
 
@@ -215,8 +216,8 @@ def get_device_properties(device: Any = None) -> _CudaDeviceProperties:
 def synchronize(device: Any = None) -> None:
     """Wait until every kernel and copy queued on the device has finished."""
     cuda = _lazy_init()
-    _device_index(device)
-    cuda.synchronize()
+    with using(_device_index(device)):
+        cuda.synchronize()
 
 
 __all__ = [

@@ -23,13 +23,14 @@ _STATE = struct.Struct("<QQ")
 
 
 class CudaGeneratorState:
-    """Seed and offset of one device's generator."""
+    """Seed and offset of the generator of device ``device_index``."""
 
-    __slots__ = ("seed", "offset", "_lock")
+    __slots__ = ("seed", "offset", "_lock", "device_index")
 
-    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+    def __init__(self, seed: int = DEFAULT_SEED, device_index: int = 0) -> None:
         self.seed, self.offset = seed, 0
         self._lock = threading.Lock()
+        self.device_index = device_index
 
     def manual_seed(self, seed: Any) -> None:
         """Restart from ``seed`` (wrapped to unsigned 64 bits as torch does) at offset 0."""
@@ -48,9 +49,12 @@ class CudaGeneratorState:
             self.seed, self.offset = seed, offset
 
     def draws(self) -> Any:
-        """The device sampling functions drawing from this generator (imports the CUDA kernels)."""
+        """The device sampling functions drawing from this generator (imports the CUDA kernels); they allocate and
+        launch on the generator's device."""
+        from .._cuda_context import activate
         from ..cuda_kernels.random import DeviceDraws
 
+        activate(self.device_index)
         return DeviceDraws(self)
 
 
@@ -64,7 +68,7 @@ def generator_state(device_index: int = 0) -> CudaGeneratorState:
     found = _states.get(device_index)
     if found is None:
         with _states_lock:
-            found = _states.setdefault(device_index, CudaGeneratorState(_start_seed))
+            found = _states.setdefault(device_index, CudaGeneratorState(_start_seed, device_index))
     return found
 
 
@@ -176,6 +180,7 @@ class CudaGenerator(Generator):
     def __init__(self, device: Any = "cuda") -> None:
         self._state = CudaGeneratorState()
         super().__init__(device)
+        self._state.device_index = self.device.index
 
     def manual_seed(self, seed: Any) -> "CudaGenerator":
         self._state.manual_seed(seed)

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, Iterator
 
+from .._cuda_context import using
 from ._state import _device_index, _lazy_init, is_simulator
 
 _local = threading.local()
@@ -26,7 +27,10 @@ class Stream:
         cuda = _lazy_init()
         self.device_index = _device_index(device)
         self.priority = priority
-        self.numba_stream = cuda.stream() if _numba_stream is None else _numba_stream
+        if _numba_stream is None:
+            with using(self.device_index):  # a stream belongs to the context it is made in
+                _numba_stream = cuda.stream()
+        self.numba_stream = _numba_stream
 
     @property
     def device(self) -> Any:
@@ -45,7 +49,8 @@ class Stream:
 
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has finished."""
-        self.numba_stream.synchronize()
+        with using(self.device_index):
+            self.numba_stream.synchronize()
 
     def query(self) -> bool:
         """Whether all work queued on this stream has finished."""
@@ -83,7 +88,8 @@ def default_stream(device: Any = None) -> Stream:
     index = _device_index(device)
     found = _default_streams.get(index)
     if found is None:
-        found = _default_streams[index] = Stream(index, _numba_stream=cuda.default_stream())
+        with using(index):
+            found = _default_streams[index] = Stream(index, _numba_stream=cuda.default_stream())
     return found
 
 

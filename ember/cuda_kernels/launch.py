@@ -13,6 +13,7 @@ import numpy as np
 from numba import config, cuda
 
 from ..cpu_kernels.layout import collapse as collapse_arrays
+from .._cuda_context import active
 
 __all__ = ["SIMULATOR", "THREADS", "MAX_BLOCKS", "REDUCE_THREADS", "TWO_PASS_MIN", "SERIAL_REDUCE_MIN_OUTPUTS",
            "SERIAL_REDUCE_MAX_EXTENT", "grid", "device_meta", "collapse"]
@@ -43,16 +44,17 @@ def grid(n: int, threads: int | None = None, max_blocks: int | None = None) -> t
 
 
 def device_meta(values: tuple) -> object:
-    """An int64 device array holding ``values`` (a tuple, or a tuple of equal-length tuples for 2-D).
+    """An int64 array holding ``values`` (a tuple, or a tuple of equal-length tuples for 2-D) on the active device.
 
-    Cached per value: kernels only read it, so one copy serves every launch with that layout.
+    Cached per device and value: kernels only read it, so one copy serves every launch with that layout.
     """
-    found = _META.get(values)
+    key = (active.index, values)
+    found = _META.get(key)
     if found is not None:
-        _META.move_to_end(values)
+        _META.move_to_end(key)
         return found
     found = cuda.to_device(np.array(values, np.int64))
-    _META[values] = found
+    _META[key] = found
     if len(_META) > _META_MAX:
         _META.popitem(last=False)
     return found

@@ -14,6 +14,7 @@ offset change, so device views follow NumPy's rules to the letter with no code o
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 from types import SimpleNamespace
@@ -22,8 +23,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import opcodes as op
+from .._cuda_context import active, activate
 
-__all__ = ["NdarrayProtocol", "constant", "is_device_array"]
+__all__ = ["NdarrayProtocol", "constant", "is_device_array", "on_own_device"]
 
 _ANCHOR = np.zeros(1, np.uint8)
 _ANCHOR_PTR = _ANCHOR.__array_interface__["data"][0]
@@ -42,7 +44,7 @@ def _shadow(s) -> np.ndarray:
 def _from_shadow(s, view: np.ndarray):
     """The device view of ``s`` that ``view`` (made from ``_shadow(s)``) describes."""
     moved = view.__array_interface__["data"][0] - _ANCHOR_PTR
-    return type(s)(s.buffer, view.shape, view.strides, s.offset + moved)
+    return type(s)(s.buffer, view.shape, view.strides, s.offset + moved, s.device_index)
 
 
 def _view_function(func: Callable) -> Callable:
@@ -81,7 +83,7 @@ def constant(value: Any, dtype: Any):
     from .storage import DeviceStorage
 
     host = np.asarray(value).astype(dtype)
-    key = (host.dtype.str, host.tobytes())
+    key = (active.index, host.dtype.str, host.tobytes())
     found = _CONSTANTS.get(key)
     if found is None:
         found = _CONSTANTS[key] = DeviceStorage.from_numpy(host)
@@ -96,12 +98,15 @@ def to_device_operand(x: Any, dtype: Any = None):
     """Device storage for a kernel operand: device storage as is, a scalar or 0-d/1-element host array as a
     cached constant. A larger host array here means a CPU tensor met a CUDA one in an op."""
     if is_device_array(x):
+        if x.device_index != active.index:  # ops run on their first operand's device
+            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                               f"cuda:{active.index} and cuda:{x.device_index}!")
         return x if dtype is None or x.dtype == np.dtype(dtype) else x.astype(dtype)
     host = np.asarray(x) if dtype is None else np.asarray(x).astype(dtype)
     if host.size == 1:
         return constant(host.reshape(()), host.dtype).reshape(host.shape)
-    raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
-                       f"cpu! (a host array of shape {host.shape} met CUDA storage)")
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                       f"cuda:{active.index} and cpu! (a host array of shape {host.shape} met CUDA storage)")
 
 
 # ----------------------------------------------------------------------------- ufuncs
@@ -519,6 +524,16 @@ _FUNCTIONS: dict[Callable, Callable] = {
 }
 
 
+def on_own_device(method: Callable) -> Callable:
+    """A storage method run with its device's context current, so what it allocates and launches lands there."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        if self.device_index != active.index:
+            activate(self.device_index)
+        return method(self, *args, **kwargs)
+    return run
+
+
 def _no_device_version(name: str):
     return RuntimeError(f"ember: numpy.{name} has no CUDA implementation (a CUDA tensor reached a CPU-only code "
                         "path); move the tensor to the CPU with .cpu() for this operation")
@@ -530,15 +545,16 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
     __slots__ = ()
     __array_priority__ = 2000
     __ember_device_array__ = True
-    device_index = 0  # one device per process for now: multi-GPU placement is still to come
 
     # -- NumPy dispatch ---------------------------------------------------------------------------------------
+    @on_own_device
     def __array_function__(self, func, types, args, kwargs):
         impl = _FUNCTIONS.get(func)
         if impl is None:
             raise _no_device_version(func.__name__)
         return impl(*args, **kwargs)
 
+    @on_own_device
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
         if method != "__call__" or kwargs:
             raise _no_device_version(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__)
@@ -547,8 +563,8 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
         return _apply_ufunc(ufunc, inputs, out)
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
-                        "host memory first.")
+        raise TypeError(f"can't convert cuda:{self.device_index} device type tensor to numpy. Use Tensor.cpu() to "
+                        "copy the tensor to host memory first.")
 
     # -- metadata ---------------------------------------------------------------------------------------------
     @property
@@ -608,7 +624,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
     def view(self, dtype=None):
         if dtype is not None and np.dtype(dtype) != self.dtype:
             raise RuntimeError("ember: reinterpreting CUDA storage as another dtype is not supported")
-        return type(self)(self.buffer, self.shape, self.strides, self.offset)
+        return type(self)(self.buffer, self.shape, self.strides, self.offset, self.device_index)
 
     def squeeze(self, axis=None):
         return _from_shadow(self, _shadow(self).squeeze(axis))
@@ -617,6 +633,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
         if _is_advanced(key):
             from .indexing import take
 
+            activate(self.device_index)
             positions = _buffer_positions(self, key)
             out = type(self).empty(positions.shape, self.dtype)
             take(self, type(self).from_numpy(positions), out)
@@ -626,6 +643,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
             view = _shadow(self)[key + (Ellipsis,) if isinstance(key, tuple) else (key, Ellipsis)]
         return _from_shadow(self, view)
 
+    @on_own_device
     def __setitem__(self, key, value) -> None:
         if not _is_advanced(key):
             self[key].copy_from(value)
@@ -635,10 +653,11 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
         positions = _buffer_positions(self, key)
         values = type(self).empty(positions.shape, self.dtype)
         values.copy_from(value if is_device_array(value) else np.asarray(value))
-        whole = type(self)(self.buffer, (self.buffer.size,), (1,), 0)
+        whole = type(self)(self.buffer, (self.buffer.size,), (1,), 0, self.device_index)
         scatter("assign", whole, type(self).from_numpy(positions.reshape(-1)), values.reshape(-1))
 
     # -- copies and conversion --------------------------------------------------------------------------------
+    @on_own_device
     def astype(self, dtype, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True):
         dtype = np.dtype(dtype)
         if dtype == self.dtype and not copy:
@@ -650,6 +669,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
     def copy(self, order: str = "C"):
         return self.astype(self.dtype)
 
+    @on_own_device
     def fill(self, value) -> None:
         self.copy_from(constant(value, self.dtype))
 
@@ -661,20 +681,25 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
     def tolist(self):
         return self.to_numpy().tolist()
 
+    @on_own_device
     def sum(self, axis=None, dtype=None, keepdims: bool = False):
         """A device reduction (``axis`` None, an int or a tuple), accumulating in ``dtype`` when given."""
         source = self if dtype is None or np.dtype(dtype) == self.dtype else self.astype(dtype)
         wide = np.result_type(source.dtype, np.int64) if source.dtype.kind in "bi" else source.dtype
         return _reduce(source, op.R_SUM, axis, keepdims, wide)
 
+    @on_own_device
     def any(self, axis=None, out=None, keepdims: bool = False):
         return _any(self, axis, out, keepdims)
 
+    @on_own_device
     def all(self, axis=None, out=None, keepdims: bool = False):
         return _all(self, axis, out, keepdims)
 
+    @on_own_device
     def min(self, axis=None, out=None, keepdims: bool = False):
         return _min(self, axis, out, keepdims)
 
+    @on_own_device
     def max(self, axis=None, out=None, keepdims: bool = False):
         return _max(self, axis, out, keepdims)

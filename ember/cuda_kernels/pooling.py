@@ -27,6 +27,7 @@ import numpy as np
 from numba import cuda
 
 from ..cpu_kernels import pooling as _cpu
+from .._cuda_context import active
 from .launch import device_meta, grid
 from .storage import DeviceStorage
 
@@ -39,7 +40,8 @@ _CACHE_MAX = 512
 
 
 def _cached(key, build):
-    """A bounded cache of host-built, device-resident window metadata."""
+    """A bounded cache of host-built window metadata resident on the active device."""
+    key = (active.index, key)
     found = _CACHE.get(key)
     if found is None:
         found = _CACHE[key] = build()

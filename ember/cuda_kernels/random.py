@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
+from .._cuda_context import active
 from .launch import grid
 from .ndarray import is_device_array
 from .storage import DeviceStorage
@@ -254,7 +255,7 @@ def normal_(buffer: Any, n: int, seed: int, offset: int, mean: float = 0.0, std:
                 float(mean), float(std), wide)
 
 
-_P_CACHE: dict[float, Any] = {}
+_P_CACHE: dict[tuple[int, float], Any] = {}  # (device, p): p on that device
 
 
 def bernoulli_(buffer: Any, n: int, seed: int, offset: int, p: Any = 0.5, stream: Any = 0) -> None:
@@ -268,11 +269,11 @@ def bernoulli_(buffer: Any, n: int, seed: int, offset: int, p: Any = 0.5, stream
         p = float(p)
         if not 0.0 <= p <= 1.0:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        probs = _P_CACHE.get(p)
+        probs = _P_CACHE.get((active.index, p))
         if probs is None:
             if len(_P_CACHE) >= 64:
                 _P_CACHE.clear()
-            probs = _P_CACHE[p] = cuda.to_device(np.array([p], dtype=np.float64))
+            probs = _P_CACHE[(active.index, p)] = cuda.to_device(np.array([p], dtype=np.float64))
         step = 0
     else:
         _check("bernoulli_ (p)", p, n, "f")

@@ -12,9 +12,10 @@ import math
 from typing import Sequence
 
 import numpy as np
-from numba import cuda
 
-from .ndarray import NdarrayProtocol, to_device_operand
+from .._cuda_context import active, activate
+from . import allocator
+from .ndarray import NdarrayProtocol, on_own_device, to_device_operand
 
 __all__ = ["DeviceStorage", "SUPPORTED_DTYPES", "c_strides"]
 
@@ -41,36 +42,50 @@ def _check_dtype(dtype: np.dtype) -> np.dtype:
 
 
 class DeviceStorage(NdarrayProtocol):
-    """A strided view of a flat device buffer (see the module docstring)."""
+    """A strided view of a flat device buffer (see the module docstring) on CUDA device ``device_index`` (the
+    device whose context is current when None: where a buffer just allocated lives)."""
 
-    __slots__ = ("buffer", "shape", "strides", "offset", "dtype")
+    __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "device_index")
 
-    def __init__(self, buffer, shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> None:
+    def __init__(self, buffer, shape: Sequence[int], strides: Sequence[int], offset: int = 0,
+                 device_index: int | None = None) -> None:
         self.buffer = buffer
         self.shape = tuple(int(n) for n in shape)
         self.strides = tuple(int(s) for s in strides)
         self.offset = int(offset)
         self.dtype = np.dtype(buffer.dtype)
+        self.device_index = active.index if device_index is None else device_index
         if len(self.shape) != len(self.strides):
             raise ValueError(f"shape {self.shape} and strides {self.strides} differ in length")
 
     # ------------------------------------------------------------------ creation and transfer
     @classmethod
     def from_numpy(cls, array: np.ndarray) -> DeviceStorage:
-        """Copy ``array`` (any layout) to a new C-contiguous device buffer."""
+        """Copy ``array`` (any layout) to a new C-contiguous buffer on the active device."""
         array = np.asarray(array)
-        _check_dtype(array.dtype)
-        flat = np.ascontiguousarray(array).reshape(-1)
-        return cls(cuda.to_device(flat), array.shape, c_strides(array.shape), 0)
+        out = cls.empty(array.shape, array.dtype)
+        if out.numel:
+            out.buffer.copy_to_device(np.ascontiguousarray(array).reshape(-1))
+        return out
 
     @classmethod
     def empty(cls, shape: Sequence[int], dtype) -> DeviceStorage:
-        """A new C-contiguous storage of ``shape`` with uninitialised elements."""
+        """A new C-contiguous storage of ``shape`` with uninitialised elements, from the active device's pool."""
         shape = tuple(int(n) for n in shape)
         if any(n < 0 for n in shape):
             raise ValueError(f"negative dimension in shape {shape}")
-        buffer = cuda.device_array(math.prod(shape), _check_dtype(dtype))
-        return cls(buffer, shape, c_strides(shape), 0)
+        index = active.index
+        buffer = allocator.device_empty(math.prod(shape), _check_dtype(dtype), index)
+        return cls(buffer, shape, c_strides(shape), 0, index)
+
+    def on_device(self, index: int) -> DeviceStorage:
+        """This view on device ``index``: itself when already there, else a C-contiguous copy made through host
+        memory (correct without peer access between the two devices)."""
+        if index == self.device_index:
+            return self
+        host = self.to_numpy()
+        activate(index)
+        return DeviceStorage.from_numpy(host)
 
     def span(self) -> tuple[int, int]:
         """The lowest and one past the highest buffer index this view touches ((offset, offset) when empty)."""
@@ -94,6 +109,7 @@ class DeviceStorage(NdarrayProtocol):
         return {"shape": self.shape, "strides": tuple(s * item for s in self.strides), "typestr": self.dtype.str,
                 "data": (start, False), "version": 3, "stream": 1}
 
+    @on_own_device
     def to_numpy(self) -> np.ndarray:
         """A new host array with this view's elements (C-contiguous)."""
         if self.numel == 0:
@@ -132,7 +148,7 @@ class DeviceStorage(NdarrayProtocol):
 
     # ------------------------------------------------------------------ views (share the buffer)
     def _view(self, shape, strides, offset) -> DeviceStorage:
-        return DeviceStorage(self.buffer, shape, strides, offset)
+        return DeviceStorage(self.buffer, shape, strides, offset, self.device_index)
 
     def _dim(self, dim: int) -> int:
         if not -self.ndim <= dim < max(self.ndim, 1):
@@ -226,15 +242,18 @@ class DeviceStorage(NdarrayProtocol):
         return self._view(shape, c_strides(shape), self.offset)
 
     # ------------------------------------------------------------------ copies
+    @on_own_device
     def copy_from(self, other: DeviceStorage) -> None:
-        """Write ``other`` (broadcast to this shape, cast to this dtype) into this view, any layouts."""
+        """Write ``other`` (broadcast to this shape, cast to this dtype, from any device) into this view, any
+        layouts."""
         from .elementwise import unary
         from .. import opcodes as op
         if not isinstance(other, DeviceStorage):  # an explicit host-to-device copy
             host = np.asarray(other)
             other = DeviceStorage.from_numpy(host) if host.size > 1 else to_device_operand(host)
-        unary(op.COPY, other, self)
+        unary(op.COPY, other.on_device(self.device_index), self)
 
+    @on_own_device
     def contiguous(self) -> DeviceStorage:
         """This view if C-contiguous, else a C-contiguous copy."""
         if self.is_contiguous:

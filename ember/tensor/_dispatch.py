@@ -8,22 +8,26 @@ import numpy as np
 
 from .. import cpu_kernels
 from ..cpu_kernels import host_cache
+from .._cuda_context import active, activate
 from . import dtypes
 from .tensor import Tensor
 
 
 def backend(*operands: Any):
-    """The kernel module (an ``ember.backend.Backend``) for the operands' device.
+    """The kernel module (an ``ember.backend.Backend``) for the operands' device, whose context it makes current.
 
-    CUDA tensors may meet Python numbers and 0-d CPU tensors (as in torch); any other CPU tensor in the same op
-    is torch's "Expected all tensors to be on the same device" RuntimeError."""
+    CUDA tensors may meet Python numbers and 0-d CPU tensors (as in torch); any other CPU tensor, or a tensor on
+    another CUDA device, in the same op is torch's "Expected all tensors to be on the same device" RuntimeError."""
     found = next((x for x in operands if isinstance(x, Tensor) and on_device(x._array)), None)
     if found is None:
         return cpu_kernels
     for x in operands:
-        if isinstance(x, Tensor) and x._array.ndim and x.device != found.device:
+        if isinstance(x, Tensor) and x.device != found.device and (x._array.ndim or on_device(x._array)):
             raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
                                f"{found.device} and {x.device}!")
+    index = found._array.device_index
+    if index != active.index:
+        activate(index)
     from .. import cuda_kernels
 
     return cuda_kernels
@@ -47,8 +51,14 @@ _FAMILIES: dict[tuple[str, str], Any] = {}
 
 
 def _backend_name(operands: tuple) -> str:
-    return "cuda_kernels" if any(on_device(x._array if isinstance(x, Tensor) else x) for x in operands) \
-        else "cpu_kernels"
+    """The backend package of the operands; for device storage, its device's context is made current."""
+    for x in operands:
+        array = x._array if isinstance(x, Tensor) else x
+        if on_device(array):
+            if array.device_index != active.index:
+                activate(array.device_index)
+            return "cuda_kernels"
+    return "cpu_kernels"
 
 
 def array_backend(*arrays: Any):

@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda_context import activate
+
 
 class device:
     """A device such as ``device("cpu")`` or ``device("cuda", 0)``; compares equal to its string form."""
@@ -83,10 +85,6 @@ def as_device(value: Any) -> device:
         if not 0 <= index < cuda.device_count():
             raise RuntimeError(f"CUDA error: invalid device ordinal (device '{dev}' requested, "
                                f"{cuda.device_count()} device(s) available)")
-        if index != 0:  # say so rather than put the data on cuda:0 behind the user's back
-            raise RuntimeError(f"ember: device '{dev}' requested, but ember places CUDA tensors on cuda:0 only "
-                               "for now (multi-GPU placement is not implemented); use CUDA_VISIBLE_DEVICES to "
-                               "choose the GPU")
         return cuda_device(index)
     if dev.type != "cpu":
         raise RuntimeError(f"ember: device '{dev}' is not available; ember runs tensors on the CPU and CUDA")
@@ -104,7 +102,8 @@ def place(array: Any, dev: device, non_blocking: bool = False) -> Any:
     if dev.type == "cpu":
         return array if type(array) is np.ndarray else array.to_numpy()
     if type(array) is not np.ndarray:
-        return array
+        return array.on_device(dev.index)
+    activate(dev.index)
     from .pinned import copy_to_device_async, is_pinned_array
 
     if non_blocking and array.flags.c_contiguous and is_pinned_array(array):
@@ -120,6 +119,7 @@ def allocate(shape: tuple[int, ...], dtype: np.dtype, dev: device, fill: Any = N
         return np.empty(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
     from ..cuda_kernels import DeviceStorage
 
+    activate(dev.index)
     array = DeviceStorage.empty(shape, dtype)
     if fill is not None:
         array.fill(fill)

@@ -50,7 +50,7 @@ def copy_to_device_async(array: np.ndarray) -> Any:
 
     storage = DeviceStorage.empty(array.shape, array.dtype)
     if storage.numel:
-        stream = current_stream().numba_stream
+        stream = current_stream(storage.device_index).numba_stream
         storage.buffer.copy_to_device(array.reshape(-1), stream=stream)
         _keep_until_copied(stream, array)
     return storage

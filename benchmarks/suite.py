@@ -54,6 +54,9 @@ BATCH_S = 0.005
 MAX_NUMBER = 200
 # Fewest timed batches per side (when --repeats allows), even past the budget: a median needs a few.
 MIN_ROUNDS = 3
+# Pause before each timed batch: after a parallel region the other side's worker threads (torch's OpenMP, ember's
+# TBB) keep spinning for a few milliseconds (~5-8 ms measured here), which would bill the next side for them.
+SETTLE_S = 0.02
 STARTUP = "startup"
 
 
@@ -114,6 +117,7 @@ def measure(contenders: list[Contender], workload: Workload, scale: float, devic
     ready = [c for c in contenders if c.error is None]
     for _ in range(rounds_within(ready, repeats, budget_s) if ready else 0):
         for contender in ready:
+            time.sleep(SETTLE_S)
             contender.attempt(contender.time_batch)
     return [c.result(workload) for c in contenders]
 
@@ -387,7 +391,8 @@ def run(args: argparse.Namespace, workloads: list[Workload], with_startup: bool)
     torch = None if args.no_torch else load_torch(args.device, args.threads)
     ember.set_num_threads(args.threads)
     report = _header(args, torch)
-    alternation = "timed batches alternate ember, torch" if torch is not None else "ember alone"
+    alternation = (f"timed batches alternate ember, torch ({SETTLE_S * 1e3:.0f} ms settle before each)"
+                   if torch is not None else "ember alone")
     print(f"device {report['device_name']}   threads {args.threads}   scale {args.scale}   "
           f"torch {report['torch'] or 'absent'}   {alternation}")
     try:

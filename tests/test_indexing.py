@@ -668,6 +668,16 @@ def test_masked_fill_refuses_numbers_the_dtype_cannot_hold():
     assert ember.masked_fill(ember.tensor([1.0, 2.0]), mask, float("inf")).tolist() == [float("inf"), 2.0]
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 300.0, 1e30])
+def test_full_and_fill_refuse_floats_an_int_dtype_cannot_hold(value):
+    """Found by the API sweep: these wrapped or turned to 0 silently (NaN cast to int8 is 0)."""
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+        ember.full((2,), value, dtype=ember.int8)
+    with pytest.raises(RuntimeError, match="int8_t without overflow"):
+        ember.tensor([7, 1], dtype=ember.int8).fill_(value)
+    assert ember.full((2,), 2.7, dtype=ember.int8).tolist() == [2, 2]   # in range: truncated, as in torch
+
+
 def test_empty_index_skips_gather_and_scatter_checks():
     x = ember.ones(3, 3)
     index = ember.zeros(3, 0, 1, dtype=ember.int64)

@@ -270,6 +270,14 @@ def test_diff_matches_numpy(shape, n, data):
     check(fn("diff")(T(a), n, dim, prepend=T(pre), append=T(pre)), expected)
 
 
+@pytest.mark.parametrize("dtype", ["int16", "bool"])
+def test_diff_of_huge_order_is_empty_at_once(dtype):
+    """An order past the dim's size gives the empty difference without running that many steps (the API sweep
+    hung on n=2**62)."""
+    a = np.array([2, 3, 5], dtype=dtype)
+    check(fn("diff")(T(a), 2**62), np.diff(a, 3), T(a).dtype)
+
+
 # ----------------------------------------------------------------------------- gradients
 GRAD_CASES = {
     "cat": (lambda x, y: fn("cat")([x, ember.zeros(0, dtype=ember.float64), y], 1), [(2, 3), (2, 2)]),

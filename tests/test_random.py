@@ -387,10 +387,13 @@ def test_inplace_writes_through_noncontiguous_view_and_bumps_version():
     assert np.all(base.numpy()[mask] > 5) and np.all(base.numpy()[~mask] == 0)
 
 
-@pytest.mark.parametrize("fn, args", [
+INPLACE_SAMPLERS = [
     (ro.uniform_, ()), (ro.normal_, ()), (ro.bernoulli_, ()), (ro.exponential_, ()), (ro.random_, ()),
     (ro.geometric_, (0.5,)), (ro.log_normal_, ()), (ro.cauchy_, ()),
-])
+]
+
+
+@pytest.mark.parametrize("fn, args", INPLACE_SAMPLERS)
 def test_inplace_on_leaf_requiring_grad(fn, args):
     leaf = Tensor._make(np.zeros(3, np.float32), requires_grad=True)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
@@ -399,6 +402,14 @@ def test_inplace_on_leaf_requiring_grad(fn, args):
     with no_grad():
         fn(leaf, *args)
     assert leaf._version.value == 1
+
+
+@pytest.mark.parametrize("fn, args", INPLACE_SAMPLERS)
+def test_inplace_sampler_refuses_an_expanded_view(fn, args):
+    """Elements sharing memory would share one draw (found by the API sweep; torch refuses too)."""
+    expanded = Tensor._make(np.zeros(2, np.float32)).expand(3, 2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        fn(expanded, *args)
 
 
 def test_inplace_generator_reproducible():

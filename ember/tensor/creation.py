@@ -133,7 +133,10 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     """A tensor filled with ``fill_value``; the dtype follows the value when not given (as in torch)."""
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    return _filled((tuple(size),), "full", fill_value, dtype, device, requires_grad)
+    dt = dtypes.to_dtype(dtype)
+    if not dt.is_floating_point and not isinstance(fill_value, Tensor):
+        dtypes.check_number_fits(fill_value, dt)   # an int tensor never holds a wrapped value or NaN's garbage
+    return _filled((tuple(size),), "full", fill_value, dt, device, requires_grad)
 
 
 def _like(input: Tensor, dtype: Any) -> dtypes.dtype:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -178,3 +179,27 @@ def to_dtype(value: Any) -> dtype:
         return from_numpy_dtype(value)
     except TypeError:
         raise TypeError(f"invalid dtype: {value!r}") from None
+
+
+_C10_TYPE_NAMES = {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t",
+                   "float64": "double", "float32": "float", "float16": "c10::Half"}
+
+
+def check_number_fits(value: Any, dt: dtype) -> None:
+    """torch's check when a Python number is written into a tensor of ``dt``: out-of-range values (NaN and inf for
+    integers) raise instead of wrapping; a negative integer may wrap into an unsigned dtype, as in c10."""
+    if dt is bool or isinstance(value, (builtins.bool, np.bool_)):
+        return
+    if dt.is_floating_point:
+        limits = np.finfo(dt.np)
+        number = float(value)
+        overflows = math.isfinite(number) and not float(limits.min) <= number <= float(limits.max)
+    elif isinstance(value, (int, np.integer)):
+        limits = np.iinfo(dt.np)
+        lowest = -int(limits.max) if limits.min == 0 else int(limits.min)
+        overflows = not lowest <= int(value) <= int(limits.max)
+    else:
+        limits = np.iinfo(dt.np)
+        overflows = not float(limits.min) <= float(value) <= float(limits.max)   # NaN fails too
+    if overflows:
+        raise RuntimeError(f"value cannot be converted to type {_C10_TYPE_NAMES[dt.name]} without overflow")

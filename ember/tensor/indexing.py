@@ -23,6 +23,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from . import dtypes, views
+from .dtypes import check_number_fits
 from ._dispatch import ascontiguous, backend, broadcast_shapes, copy_array, sum_to_shape
 from .device import CPU, array_device, place
 from .conversion import copy_
@@ -241,30 +242,6 @@ def _value_tensor(value: Any, dt: dtypes.dtype) -> Tensor:
     if isinstance(value, (int, float, np.number)):
         check_number_fits(value, dt)
     return Tensor._make(np.asarray(np.asarray(value).astype(dt.np)))
-
-
-_C10_TYPE_NAMES = {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t",
-                   "float64": "double", "float32": "float", "float16": "c10::Half"}
-
-
-def check_number_fits(value: Any, dt: dtypes.dtype) -> None:
-    """torch's check when a Python number is written into a tensor of ``dt``: out-of-range values (NaN and inf for
-    integers) raise instead of wrapping; a negative integer may wrap into an unsigned dtype, as in c10."""
-    if dt is dtypes.bool or isinstance(value, (bool, np.bool_)):
-        return
-    if dt.is_floating_point:
-        limits = np.finfo(dt.np)
-        number = float(value)
-        overflows = math.isfinite(number) and not float(limits.min) <= number <= float(limits.max)
-    elif isinstance(value, (int, np.integer)):
-        limits = np.iinfo(dt.np)
-        lowest = -int(limits.max) if limits.min == 0 else int(limits.min)
-        overflows = not lowest <= int(value) <= int(limits.max)
-    else:
-        limits = np.iinfo(dt.np)
-        overflows = not float(limits.min) <= float(value) <= float(limits.max)   # NaN fails too
-    if overflows:
-        raise RuntimeError(f"value cannot be converted to type {_C10_TYPE_NAMES[dt.name]} without overflow")
 
 
 def _basic_view_key(key: Any) -> tuple:

@@ -608,7 +608,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     if prepend is not None or append is not None:
         input = cat([t for t in (prepend, input, append) if t is not None], d)
     x = input
-    for _ in range(n):
+    for _ in range(min(n, max(x.shape[d], 1))):   # past the dim's size every difference is empty: stop there
         m = max(x.shape[d] - 1, 0)
         head, tail = narrow(x, d, 0, m), narrow(x, d, min(1, x.shape[d]), m)
         x = binary("ne", tail, head) if x.dtype is dtypes.bool else binary("sub", tail, head)

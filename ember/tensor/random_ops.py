@@ -35,6 +35,7 @@ from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
 from .device import CPU, allocate, as_device, place
+from .elementwise import _check_no_internal_overlap
 from .memory_format import empty_in_format, preserve_format
 from .tensor import Tensor, _check_inplace
 
@@ -359,8 +360,10 @@ def _fill_cauchy(op: str, a: Any, median: float, sigma: float, draws: Any) -> No
 
 
 def _inplace(op: str, t: Tensor, fill: Callable, generator: Any, *params: Any) -> Tensor:
-    """Run ``fill`` on ``t``'s storage as an in-place op: autograd's leaf check, then a version bump."""
+    """Run ``fill`` on ``t``'s storage as an in-place op: autograd's leaf check and no two elements sharing memory
+    (an expanded view would get one draw for many elements), then a version bump."""
     _check_inplace(t, op)
+    _check_no_internal_overlap(t)
     fill(op, t._array, *params, _draws(op, generator, t.device))
     t._version.value += 1
     return t

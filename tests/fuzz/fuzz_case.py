@@ -5,13 +5,17 @@ torch is the oracle for the value (dtype, shape, NaN-aware values) and for the e
 """
 from __future__ import annotations
 
+import builtins
+import inspect
 import linecache
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 import torch
+from numba.core.dispatcher import Dispatcher
 
 import ember
 import ember.nn.functional as ember_F
@@ -71,6 +75,15 @@ def build(lib: Lib, arg: Arg):
     raise ValueError(layout)
 
 
+@dataclass(frozen=True)
+class DtypeArg:
+    """A dtype argument, named once and built as each library's own dtype object."""
+    name: str
+
+    def describe(self) -> str:
+        return f"dtype.{self.name}"
+
+
 @dataclass
 class Case:
     """An op and its arguments: tensors (``Arg``) anywhere in ``args``/``kwargs``, and plain Python values."""
@@ -84,7 +97,7 @@ class Case:
 
 
 def _describe(v: Any) -> str:
-    if isinstance(v, Arg):
+    if isinstance(v, (Arg, DtypeArg)):
         return v.describe()
     if isinstance(v, (list, tuple)):
         inner = ", ".join(_describe(x) for x in v)
@@ -96,6 +109,8 @@ def materialize(lib: Lib, v: Any):
     """``v`` with every ``Arg`` replaced by a tensor of ``lib`` (lists and tuples kept)."""
     if isinstance(v, Arg):
         return build(lib, v)
+    if isinstance(v, DtypeArg):
+        return getattr(lib.t, v.name)
     if isinstance(v, list):
         return [materialize(lib, x) for x in v]
     if isinstance(v, tuple):
@@ -174,13 +189,63 @@ def raised_in_kernel(exc: BaseException) -> bool:
     """
     if not isinstance(exc, IndexError) or str(exc) != BOUNDSCHECK_MESSAGE:
         return False
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
+    tb = _innermost(exc)
     if tb is None:
         return True
     line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip()
     return not line.startswith("raise")
+
+
+def _innermost(exc: BaseException):
+    """The traceback entry of the innermost Python frame ``exc`` passed through (None if it has none)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb
+
+
+DOTTED_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
+
+
+def raised_in_compiled_code(exc: BaseException) -> bool:
+    """True when ``exc`` came out of a Numba-compiled function (any exception, not only boundscheck's).
+
+    A compiled frame has no Python frame, so the innermost Python frame is the caller, stopped in the expression
+    that called the dispatcher; a Python argument check, or NumPy refusing an argument, stops elsewhere.
+    """
+    tb = _innermost(exc)
+    if tb is None:
+        return False
+    frame = tb.tb_frame
+    return any(isinstance(_resolve(name, frame), Dispatcher)
+               for name in DOTTED_NAME.findall(_failing_source(frame.f_code, tb.tb_lasti)))
+
+
+def _failing_source(code, lasti: int) -> str:
+    """The source text of the expression whose bytecode at ``lasti`` raised."""
+    first, last, start, end = list(code.co_positions())[lasti // 2]
+    if first is None:
+        return ""
+    lines = [linecache.getline(code.co_filename, n) for n in range(first, (last or first) + 1)]
+    if start is not None and end is not None:
+        lines[-1] = lines[-1][:end]
+        lines[0] = lines[0][start:]
+    return "".join(lines)
+
+
+def _resolve(dotted: str, frame) -> Any:
+    """The object a dotted name means in ``frame`` (None when it is not there), looked up statically: no property
+    or ``__getattr__`` runs, so looking changes nothing."""
+    head, *rest = [part.strip() for part in dotted.split(".")]
+    for scope in (frame.f_locals, frame.f_globals, vars(builtins)):
+        if head in scope:
+            value = scope[head]
+            break
+    else:
+        return None
+    for part in rest:
+        value = inspect.getattr_static(value, part, None)
+    return value
 
 
 @dataclass

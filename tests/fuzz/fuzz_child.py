@@ -37,10 +37,15 @@ class Recorder:
         self.failed = {severity: collections.Counter() for severity in ("hard", "soft")}
         self.seconds: dict[str, float] = {}
 
-    def run(self, op: Op, case) -> None:
+    def begin(self, name: str, case) -> str:
+        """Write the case to the progress file (flushed: it must be there if the call kills the interpreter)."""
         text = case.describe()
-        self.progress.write(f"CASE {op.name}: {text}\n")
+        self.progress.write(f"CASE {name}: {text}\n")
         self.progress.flush()
+        return text
+
+    def run(self, op: Op, case) -> None:
+        text = self.begin(op.name, case)
         if op.name == CRASH_OP:
             faulthandler._sigsegv()   # the self-test of crash reporting: die the way a bad kernel would
         verdict, ours, theirs = run_case(op, case)
@@ -79,25 +84,37 @@ def fuzz_op(op: Op, recorder: Recorder, examples: int, base_seed: int) -> None:
     one()
 
 
-def main() -> int:
+def pass_parser(examples_env: str, examples: int) -> argparse.ArgumentParser:
+    """The arguments of every pass script: its progress and report files, examples per op, and the seed."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--progress", required=True)
     parser.add_argument("--report", required=True)
-    parser.add_argument("--examples", type=int, default=int(os.environ.get("EMBER_FUZZ_EXAMPLES", "6")))
+    parser.add_argument("--examples", type=int, default=int(os.environ.get(examples_env, str(examples))))
     parser.add_argument("--seed", type=int, default=int(os.environ.get("EMBER_FUZZ_SEED", "0")))
+    return parser
+
+
+def fuzz_all(ops: list, recorder: Recorder, examples: int, base_seed: int) -> float:
+    """Fuzz each op in turn, timing each; returns the seconds it all took ("DONE" ends the progress file)."""
+    start = time.perf_counter()
+    for op in ops:
+        began = time.perf_counter()
+        fuzz_op(op, recorder, examples, base_seed)
+        recorder.seconds[op.name] = round(time.perf_counter() - began, 2)
+    recorder.progress.write("DONE\n")
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = pass_parser("EMBER_FUZZ_EXAMPLES", 6)
     parser.add_argument("--ops", default="", help="comma-separated op names, or 'boundscheck' for that subset")
     args = parser.parse_args()
     names = list(BOUNDSCHECK_OPS) if args.ops == "boundscheck" else [n for n in args.ops.split(",") if n]
     ops = [OPS[n] for n in names] if names else list(OPS.values())
     recorder = Recorder(args.progress, boundscheck=os.environ.get("NUMBA_BOUNDSCHECK") == "1")
-    start = time.perf_counter()
-    for op in ops:
-        began = time.perf_counter()
-        fuzz_op(op, recorder, args.examples, args.seed)
-        recorder.seconds[op.name] = round(time.perf_counter() - began, 2)
-    recorder.progress.write("DONE\n")
+    seconds = fuzz_all(ops, recorder, args.examples, args.seed)
     with open(args.report, "w") as fh:
-        json.dump(recorder.report(time.perf_counter() - start), fh, indent=1)
+        json.dump(recorder.report(seconds), fh, indent=1)
     return 0
 
 

@@ -11,36 +11,19 @@ check differences) are printed and written to ``$EMBER_FUZZ_REPORT_DIR`` (defaul
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 
-HERE = Path(__file__).parent
-CHILD_TIMEOUT_S = 900
+from fuzz_runner import run_child
 
 
 def run_pass(tmp_path: Path, name: str, extra_args: list[str], extra_env: dict[str, str]) -> dict:
-    """Run one fuzz pass in a child; fail with the last case it started if the child died."""
-    progress, report = tmp_path / f"{name}.progress", tmp_path / f"{name}.json"
-    env = dict(os.environ, **extra_env)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, str(HERE / "fuzz_child.py"), "--progress", str(progress),
-                           "--report", str(report), *extra_args], env=env, capture_output=True, text=True,
-                          timeout=CHILD_TIMEOUT_S)
-    if proc.returncode != 0 or not report.exists():
-        lines = progress.read_text().splitlines() if progress.exists() else []
-        last = lines[-1] if lines else "(no case started)"
-        pytest.fail(f"fuzz child died (exit {proc.returncode}) during\n{last}\n--- stderr ---\n{proc.stderr[-4000:]}")
-    result = json.loads(report.read_text())
-    keep = Path(os.environ.get("EMBER_FUZZ_REPORT_DIR", tmp_path))
-    keep.mkdir(parents=True, exist_ok=True)
-    (keep / f"fuzz_{name}.json").write_text(json.dumps(result, indent=1))
+    """Run one pass of the op table in ``fuzz_child.py`` and print its counts."""
+    result = run_child(tmp_path, name, "fuzz_child.py", extra_args, extra_env)
     print_summary(name, result)
     return result
 

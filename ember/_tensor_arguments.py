@@ -1,0 +1,87 @@
+"""torch's TypeError when a public function gets something else where it takes a tensor.
+
+Without this, ``ember.amax(3)`` fails deep inside with "'int' object has no attribute 'ndim'". Checking every
+argument of every call up front would cost each op a loop; instead each public function whose signature annotates
+a parameter ``Tensor`` runs as it is, and only when it fails with AttributeError (what a non-tensor meets first:
+``.ndim``, ``.dtype``, ``._requires_grad``) are its arguments bound to the signature and the first ``Tensor``
+parameter holding something else reported as torch does: "amax(): argument 'input' (position 1) must be Tensor,
+not int".
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from typing import Any, Callable
+
+from .tensor.tensor import Tensor
+
+__all__ = ["guard_namespace"]
+
+# How a tensor parameter is annotated (annotations are strings under ``from __future__ import annotations``).
+_TENSOR_ANNOTATIONS = {Tensor, "Tensor", "Tensor | None", "Optional[Tensor]", "'Tensor'"}
+
+
+def _tensor_parameters(fn: Callable) -> tuple[inspect.Signature, list[tuple[int, str]]] | None:
+    """The signature and the (position, name) of each ``Tensor`` parameter of ``fn``; None when it has none."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    found = [(i, p.name) for i, p in enumerate(signature.parameters.values())
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+             and p.annotation in _TENSOR_ANNOTATIONS]
+    return (signature, found) if found else None
+
+
+def _not_a_tensor(fn: Callable, signature: inspect.Signature, params: list[tuple[int, str]], args: tuple,
+                  kwargs: dict) -> TypeError | None:
+    """torch's TypeError for the first tensor parameter bound to a non-tensor; None when every one is a tensor."""
+    try:
+        bound = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for position, name in params:
+        value = bound.get(name)
+        if value is not None and not isinstance(value, Tensor):
+            return TypeError(f"{fn.__name__}(): argument '{name}' (position {position + 1}) must be Tensor, not "
+                             f"{type(value).__name__}")
+    return None
+
+
+def guarded(fn: Callable) -> Callable:
+    """``fn``, turning an AttributeError caused by a non-tensor in a ``Tensor`` parameter into torch's TypeError."""
+    found = _tensor_parameters(fn)
+    if found is None:
+        return fn
+    signature, params = found
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AttributeError:
+            error = _not_a_tensor(fn, signature, params, args, kwargs)
+            if error is None:
+                raise
+            raise error from None
+
+    return call
+
+
+# original function's id -> its guarded form, shared by every namespace: a function exported twice (``ember.selu``
+# and ``nn.functional.selu``, an alias) stays one object. The wrapper keeps the original alive, so ids stay unique.
+_GUARDED: dict[int, Callable] = {}
+_GUARDS: set[int] = set()  # ids of the guarded forms (a namespace may already hold one)
+
+
+def guard_namespace(namespace: dict[str, Any]) -> None:
+    """Guard every public function that ember defines in a module namespace."""
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or not isinstance(value, types.FunctionType) \
+                or not (value.__module__ or "").startswith("ember") or id(value) in _GUARDS:
+            continue
+        if id(value) not in _GUARDED:
+            _GUARDED[id(value)] = guard = guarded(value)
+            _GUARDS.add(id(guard))
+        namespace[name] = _GUARDED[id(value)]

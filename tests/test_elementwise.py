@@ -705,3 +705,30 @@ def test_composite_elementwise_functions_match_torch(torch_ref, name, dtype):
         assert str(result.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
         np.testing.assert_allclose(result.numpy().astype(np.float64), expected.numpy().astype(np.float64),
                                    rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: ember.tensor([1, 2], dtype=ember.int8).clamp(min=300),
+    lambda: ember.tensor([1, 2], dtype=ember.int8).clamp_max(2 ** 62),
+    lambda: ember.tensor([1, 2], dtype=ember.int32).pow_(2 ** 62),
+    lambda: ember.tensor([1, 2], dtype=ember.int8) ** 300,
+])
+def test_a_python_int_too_big_for_the_integer_dtype_raises_in_clamp_and_pow(call):
+    with pytest.raises(RuntimeError, match="without overflow"):  # torch's check; other ops wrap, as torch's do
+        call()
+    assert ember.tensor([1, 2], dtype=ember.uint8).clamp(min=-1).tolist() == [255, 255]  # c10 wraps negatives
+
+
+def test_alpha_follows_torch_rules():
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        ember.add(ember.tensor([1]), ember.tensor([1]), alpha=0.5)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        ember.sub(ember.tensor([True]), ember.tensor([True]), alpha=1.0)
+    both = ember.add(ember.tensor([True, False]), ember.tensor([False, True]), alpha=2)  # alpha taken as a bool
+    assert both.dtype is ember.bool and both.tolist() == [True, True]
+    assert ember.add(ember.tensor([1.0]), ember.tensor([1]), alpha=0.5).tolist() == [1.5]
+
+
+def test_relu_rejects_bool():
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        ember.relu(ember.tensor([True, False]))

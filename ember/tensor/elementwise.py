@@ -173,6 +173,8 @@ def unary(name: str, x: Any) -> Tensor:
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
             "use the `~` or `logical_not()` operator instead."
         )
+    if x.dtype is dtypes.bool and name == "relu":
+        raise RuntimeError("Boolean inputs not supported for relu")
     cls = _UNARY_CLASSES[name]
     if (x._requires_grad and _grad_modes.enabled) or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler)
         return cls.apply(x)
@@ -500,16 +502,29 @@ def _is_bool(x: Any) -> bool:
     return isinstance(x, Tensor) and x.dtype is dtypes.bool or isinstance(x, (bool, np.bool_))
 
 
+def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
+    """``alpha * other`` for add/sub, with torch's alpha rules: no float alpha for integral operands, and a bool
+    result takes alpha as a bool."""
+    promoted = dtypes.result_type_of((input, other))
+    if not promoted.is_floating_point and isinstance(alpha, (float, np.floating)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if name == "sub":
+        _check_sub_operands(input, other)  # before ``alpha * other`` turns a bool into a number
+    return mul(other, bool(alpha) if promoted is dtypes.bool else alpha)
+
+
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``."""
-    return binary("add", input, other if alpha == 1 else mul(other, alpha))
+    if type(alpha) is not int or alpha != 1:  # the default costs one test: ``x + y`` comes through here
+        other = _scaled("add", input, other, alpha)
+    return binary("add", input, other)
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
-    if alpha != 1:
-        _check_sub_operands(input, other)  # before ``alpha * other`` turns a bool into a number
-    return binary("sub", input, other if alpha == 1 else mul(other, alpha))
+    if type(alpha) is not int or alpha != 1:
+        other = _scaled("sub", input, other, alpha)
+    return binary("sub", input, other)
 
 
 def mul(input: Any, other: Any) -> Tensor:
@@ -536,8 +551,17 @@ def floor_divide(input: Any, other: Any) -> Tensor:
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch's name
-    """``input ** exponent`` with torch's promotion (int ** negative int raises)."""
+    """``input ** exponent`` with torch's promotion (int ** negative int raises; a Python int exponent that an
+    integer tensor's dtype cannot hold raises, as in torch, instead of wrapping)."""
+    _check_scalar_fits(input, exponent)
     return binary("pow", input, exponent)
+
+
+def _check_scalar_fits(t: Any, number: Any) -> None:
+    """torch's overflow error when Python int ``number`` meets integer tensor ``t`` of a dtype too narrow for it."""
+    if isinstance(t, Tensor) and isinstance(number, int) and not isinstance(number, bool) \
+            and not t.dtype.is_floating_point and t.dtype is not dtypes.bool:
+        dtypes.check_number_fits(number, t.dtype)
 
 
 def where(condition: Tensor, input: Any, other: Any) -> Tensor:
@@ -640,6 +664,8 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     if min is not None and max is not None and isinstance(min, Tensor) != isinstance(max, Tensor):
         raise TypeError(f"clamp(): min and max must both be tensors or both be numbers, got min="
                         f"{type(min).__name__} and max={type(max).__name__}")
+    _check_scalar_fits(input, min)
+    _check_scalar_fits(input, max)
     return Clamp.apply(input, min, max)
 
 

@@ -31,7 +31,7 @@ def parallel_pays(n: int) -> bool:
 
 # op code -> scalar function in ``scalar_ops``; the arity is the table's.
 UNARY = {
-    op.NEG: "neg", op.ABS: "absolute", op.SQUARE: "square", op.SIGN: "sign", op.RELU: "relu",
+    op.NEG: "neg", op.ABS: "absolute", op.SQUARE: "square", op.CUBE: "cube", op.SIGN: "sign", op.RELU: "relu",
     op.LOGICAL_NOT: "logical_not", op.COPY: "identity", op.BITWISE_NOT: "bitwise_not",
     op.EXP: "exp", op.EXP2: "exp2", op.EXPM1: "expm1", op.LOG: "log", op.LOG2: "log2", op.LOG10: "log10",
     op.LOG1P: "log1p", op.SIN: "sin", op.COS: "cos", op.TAN: "tan", op.ASIN: "asin", op.ACOS: "acos",

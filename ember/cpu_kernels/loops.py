@@ -68,12 +68,17 @@ def serial3(f, args):
     block3(f, a, sa, b, sb, c, sc, out, 0, out.size)
 
 
+# The parallel skeletons hand each block its own slices (a one-element operand, step 0, as it is) and loop from 0:
+# LLVM vectorises and unrolls a loop over fresh slices much better than one over a range of the whole array
+# (measured on a 4M float32 add: 1.6 ms against 2.6 ms with 2 threads, 3.5 against 5.1 ms with one).
 @inline
 def parallel1(f, args):
     x, out = args
     n = out.size
     for k in prange(_block_count(n)):
-        block1(f, x, out, k * BLOCK, min(n, (k + 1) * BLOCK))
+        lo = k * BLOCK
+        hi = min(n, lo + BLOCK)
+        block1(f, x[lo:hi], out[lo:hi], 0, hi - lo)
 
 
 @inline
@@ -81,7 +86,9 @@ def parallel2(f, args):
     a, sa, b, sb, out = args
     n = out.size
     for k in prange(_block_count(n)):
-        block2(f, a, sa, b, sb, out, k * BLOCK, min(n, (k + 1) * BLOCK))
+        lo = k * BLOCK
+        hi = min(n, lo + BLOCK)
+        block2(f, a[lo:hi] if sa else a, sa, b[lo:hi] if sb else b, sb, out[lo:hi], 0, hi - lo)
 
 
 @inline
@@ -89,7 +96,10 @@ def parallel3(f, args):
     a, sa, b, sb, c, sc, out = args
     n = out.size
     for k in prange(_block_count(n)):
-        block3(f, a, sa, b, sb, c, sc, out, k * BLOCK, min(n, (k + 1) * BLOCK))
+        lo = k * BLOCK
+        hi = min(n, lo + BLOCK)
+        block3(f, a[lo:hi] if sa else a, sa, b[lo:hi] if sb else b, sb, c[lo:hi] if sc else c, sc, out[lo:hi],
+               0, hi - lo)
 
 
 @inline

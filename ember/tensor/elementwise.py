@@ -358,10 +358,10 @@ def _pow_validate(cls, a, b, arrays, cdt):
 
 
 # Float powers torch computes by cheaper ops (its pow_tensor_scalar_optimized), so ember matches it bit for bit
-# and skips the transcendental ``pow``: x**2 = x*x, x**3 = x*x*x, x**0.5 = sqrt(x), x**-1 = 1/x.
+# and skips the transcendental ``pow``: x**2 = x*x, x**3 = x*x*x (one pass), x**0.5 = sqrt(x), x**-1 = 1/x.
 _POW_SHORTCUTS: dict[float, Callable[[Tensor], np.ndarray]] = {
     2.0: lambda x: _BINARY_CLASSES["mul"].compute(x, x),
-    3.0: lambda x: _BINARY_CLASSES["mul"].compute(Tensor._make(_BINARY_CLASSES["mul"].compute(x, x)), x),
+    3.0: lambda x: _run(backend(x).unary, op.CUBE, [x._array], x._array.shape, x.dtype, x.dtype),
     0.5: lambda x: _UNARY_CLASSES["sqrt"].forward(_NO_CTX, x)._array,
     -1.0: lambda x: _BINARY_CLASSES["div"].compute(1.0, x),
 }

@@ -46,7 +46,7 @@ from .tensor.sorting import argsort, bincount, bucketize, cummax, cummin, histc,
 from .linalg import det, inv as inverse, matrix_power
 from .linalg.legacy import cholesky, cross, logdet, pinverse, qr, slogdet, svd
 from .tensor.tensor import Size, Tensor, is_tensor
-from ._tensor_arguments import guard_namespace as _guard_namespace
+from ._tensor_arguments import guard_methods as _guard_methods, guard_namespace as _guard_namespace
 from .tensor.views import as_strided, broadcast_to, chunk, diagonal, expand, flatten, movedim, narrow, permute, \
     reshape, select, split, squeeze, t, transpose, unbind, unflatten, unsqueeze
 
@@ -172,4 +172,5 @@ def _export_elementwise() -> None:
 _export_elementwise()
 for _namespace in (globals(), vars(nn.functional), vars(linalg)):
     _guard_namespace(_namespace)  # a non-tensor where a tensor goes: torch's TypeError, not an AttributeError
+_guard_methods(Tensor)
 _runtime.freeze_imported_objects()

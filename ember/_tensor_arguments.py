@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from .tensor.tensor import Tensor
 
-__all__ = ["guard_namespace"]
+__all__ = ["guard_namespace", "guard_methods"]
 
 # How a tensor parameter is annotated (annotations are strings under ``from __future__ import annotations``).
 _TENSOR_ANNOTATIONS = {Tensor, "Tensor", "Tensor | None", "Optional[Tensor]", "'Tensor'"}
@@ -75,13 +75,32 @@ _GUARDED: dict[int, Callable] = {}
 _GUARDS: set[int] = set()  # ids of the guarded forms (a namespace may already hold one)
 
 
+def _guard_once(value: Callable) -> Callable:
+    if id(value) not in _GUARDED:
+        _GUARDED[id(value)] = guard = guarded(value)
+        _GUARDS.add(id(guard))
+    return _GUARDED[id(value)]
+
+
+def _ours(name: str, value: Any) -> bool:
+    """A public function ember defines, not yet guarded."""
+    return not name.startswith("_") and isinstance(value, types.FunctionType) \
+        and (value.__module__ or "").startswith("ember") and id(value) not in _GUARDS
+
+
 def guard_namespace(namespace: dict[str, Any]) -> None:
     """Guard every public function that ember defines in a module namespace."""
     for name, value in list(namespace.items()):
-        if name.startswith("_") or not isinstance(value, types.FunctionType) \
-                or not (value.__module__ or "").startswith("ember") or id(value) in _GUARDS:
-            continue
-        if id(value) not in _GUARDED:
-            _GUARDED[id(value)] = guard = guarded(value)
-            _GUARDS.add(id(guard))
-        namespace[name] = _GUARDED[id(value)]
+        if _ours(name, value):
+            namespace[name] = _guard_once(value)
+
+
+def guard_methods(cls: type) -> None:
+    """Guard the public methods of ``cls`` that take a tensor besides ``self`` (``self`` is one: a method with
+    no other tensor parameter has nothing to check). Operators (dunder names) stay unwrapped: ``x + y`` pays
+    no extra frame, and torch answers a wrong operand type there with NotImplemented anyway."""
+    for name, value in list(vars(cls).items()):
+        if _ours(name, value):
+            found = _tensor_parameters(value)
+            if found is not None and any(position > 0 for position, _ in found[1]):
+                setattr(cls, name, _guard_once(value))

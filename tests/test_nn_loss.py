@@ -1,6 +1,7 @@
 """Loss functions and modules: values and gradients against torch, finite differences, NumPy references, errors."""
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import warnings
@@ -633,4 +634,5 @@ def test_top_level_torch_functions_are_exported():
 
     for name in ("binary_cross_entropy_with_logits", "cosine_embedding_loss", "ctc_loss", "hinge_embedding_loss",
                  "kl_div", "margin_ranking_loss", "poisson_nll_loss", "triplet_margin_loss"):
-        assert loss.TORCH_FUNCTIONS[name] is getattr(F, name)
+        exported = getattr(ember, name)
+        assert exported is getattr(F, name) and inspect.unwrap(exported) is loss.TORCH_FUNCTIONS[name]

@@ -42,3 +42,13 @@ def test_functions_without_tensor_parameters_are_left_as_they_are():
         return n
 
     assert guarded(plain) is plain
+
+
+def test_methods_name_the_non_tensor_argument_and_operators_stay_unwrapped():
+    x = ember.ones(2, 2)
+    with pytest.raises(TypeError, match=r"kron\(\): argument 'other' \(position 2\) must be Tensor, not int"):
+        x.kron(3)
+    with pytest.raises(TypeError, match=r"index_add\(\): argument 'index' \(position 3\) must be Tensor, not list"):
+        x.index_add(0, [0], x)
+    assert ember.Tensor.kron is ember.kron  # one guarded function for the method and the function
+    assert not hasattr(ember.Tensor.__matmul__, "__wrapped__") and ember.Tensor.sum.__name__ == "sum"

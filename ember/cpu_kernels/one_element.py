@@ -24,9 +24,8 @@ _OPS: dict[int, Callable[[float, float], float]] = {
     op.ADD: operator.add, op.SUB: operator.sub, op.MUL: operator.mul, op.DIV: operator.truediv,
 }
 # The largest finite value of each float dtype: a result within it stores without a cast warning.
-_FINITE_MAX = {
-    np.dtype(np.float16): 65504.0, np.dtype(np.float32): 3.4028234663852886e38, np.dtype(np.float64): math.inf,
-}
+_FINITE_MAX = {np.dtype(t): float(np.finfo(t).max) for t in (np.float16, np.float32)}
+_FINITE_MAX[np.dtype(np.float64)] = math.inf  # a double result always stores into float64
 
 
 def one_value(code: int, x: float, y: float, dtype: np.dtype) -> float | None:

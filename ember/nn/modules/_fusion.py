@@ -15,7 +15,6 @@ from ...tensor.tensor import Tensor
 from ..functional.linear_activation import linear_activation
 from .activation import GELU, Hardswish, LeakyReLU, Mish, ReLU, Sigmoid, SiLU, Tanh
 from .linear import Linear
-from .module import Module
 
 __all__ = ["fused_pair"]
 
@@ -34,18 +33,13 @@ _ACTIVATIONS: dict[type, Callable[[Any], tuple[str, tuple] | None]] = {
 }
 
 
-def _hooked(module: Module) -> bool:
-    return bool(module._forward_pre_hooks or module._forward_hooks or module._backward_hooks
-                or module._backward_pre_hooks)
-
-
 def fused_pair(first: Any, second: Any, input: Any) -> Tensor | None:
     """``second(first(input))`` as one fused op when ``first`` is a ``Linear`` and ``second`` an activation that
     fuse with it (see the module docstring); None when they must run apart."""
     if type(first) is not Linear:
         return None
     spec = _ACTIVATIONS.get(type(second))
-    if spec is None or _function._APPLY_WRAPPERS or _hooked(first) or _hooked(second):
+    if spec is None or _function._APPLY_WRAPPERS or first._has_hooks() or second._has_hooks():
         return None
     weight, bias = first.weight, first.bias
     if (bias is None or bias.ndim != 1 or weight.ndim != 2 or bias.shape[0] != weight.shape[0]

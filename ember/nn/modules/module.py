@@ -381,10 +381,14 @@ class Module:
 
     # -- calling -----------------------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+        if not self._has_hooks():
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
+
+    def _has_hooks(self) -> bool:
+        """Whether a forward or backward hook is registered on this module (a call must then run them)."""
+        return bool(self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                    or self._backward_pre_hooks)
 
     def _call_with_hooks(self, args: tuple, kwargs: dict) -> Any:
         for key, hook in list(self._forward_pre_hooks.items()):

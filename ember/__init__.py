@@ -87,20 +87,6 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
-def set_num_threads(n: int) -> None:
-    """Threads used by parallel kernels."""
-    import numba
-
-    numba.set_num_threads(n)
-
-
-def get_num_threads() -> int:
-    """Threads used by parallel kernels."""
-    import numba
-
-    return numba.get_num_threads()
-
-
 def _unary_function(name: str):
     from .tensor.elementwise import unary
 
@@ -109,7 +95,7 @@ def _unary_function(name: str):
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} (see ``Tensor.{name}``)."
-    return fn
+    return fn if name in _NO_OUT else _with_out(fn, cast=name not in _EXACT_OUT)
 
 
 def _binary_function(name: str):
@@ -120,7 +106,7 @@ def _binary_function(name: str):
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise {name} with broadcasting (see ``Tensor.{name}``)."
-    return fn
+    return _with_out(fn, cast=True)
 
 
 def _method_function(name: str):
@@ -132,12 +118,15 @@ def _method_function(name: str):
 
     fn.__name__ = name
     fn.__doc__ = f"``input.{name}(...)`` (see ``Tensor.{name}``)."
-    return fn
+    return _with_out(fn) if name in _OUT_METHOD_FUNCTIONS else fn
 
 
 # torch functions that are the Tensor method of the same name: in-place forms and a few plain ones
 _METHOD_FUNCTIONS = ("clamp_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "deg2rad_", "rad2deg_",
                      "nan_to_num_", "xlogy_", "zero_", "fill_", "detach", "detach_")
+_OUT_METHOD_FUNCTIONS = {"clamp_min", "clamp_max"}  # of those, the ones torch gives ``out=``
+_NO_OUT = {"relu"}  # unary functions whose torch form takes no ``out=``
+_EXACT_OUT = {"abs", "neg", "sign", "trunc", "frac", "ceil", "floor"}  # their ``out`` must have the result's dtype
 # unary ops with no in-place function in torch's namespace (only Tensor methods)
 _NO_INPLACE_FUNCTION = {"erfinv", "lgamma", "digamma", "trigamma", "sign"}
 _INPLACE_ALIASES = {"negative", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "clip"}
@@ -168,6 +157,45 @@ def _export_elementwise() -> None:
         if alias in _INPLACE_ALIASES:
             namespace[alias + "_"] = namespace[name + "_"]
 
+
+# -- the everyday surface around the ops (issue 16): new imports go below this line --
+from .linalg.cholesky_solves import cholesky_inverse, cholesky_solve  # noqa: E402
+from .linalg.householder import geqrf, householder_product as orgqr, ormqr  # noqa: E402
+from .linalg.legacy import frobenius_norm, lu, lu_solve, nuclear_norm, triangular_solve, vander  # noqa: E402
+from .linalg.pivoted_lu import lu_unpack  # noqa: E402
+from .linalg.removed import eig, lstsq, matrix_rank, solve, symeig  # noqa: E402  (torch's raising stubs)
+from .tensor.type_info import finfo, iinfo  # noqa: E402
+from .tensor.splits import dsplit, hsplit, split_with_sizes, tensor_split, unsafe_chunk, unsafe_split, \
+    unsafe_split_with_sizes, vsplit  # noqa: E402
+from .tensor.shape_utils import broadcast_shapes, combinations, ravel, unravel_index  # noqa: E402
+from .tensor.creation import asarray, empty_strided, scalar_tensor  # noqa: E402
+from .tensor.range_factory import range  # noqa: E402,A004  (torch's deprecated inclusive range)
+from .tensor.scatter_views import as_strided_scatter, diagonal_scatter, select_scatter, slice_scatter  # noqa: E402
+from .tensor.view_copies import alias_copy, as_strided_copy, detach_copy, diagonal_copy, expand_copy, \
+    narrow_copy, permute_copy, select_copy, slice_copy, split_copy, split_with_sizes_copy, squeeze_copy, t_copy, \
+    transpose_copy, unbind_copy, unfold_copy, unsqueeze_copy, view_copy  # noqa: E402
+from .tensor.predicates import adjoint, conj, conj_physical, conj_physical_, get_device, is_complex, is_conj, \
+    is_neg, is_nonzero, is_same_size, is_signed, resolve_conj, resolve_neg  # noqa: E402
+from .tensor.views import resize_as_  # noqa: E402
+from .autograd.anomaly_mode import set_anomaly_enabled  # noqa: E402
+from .autograd.grad_mode import is_inference  # noqa: E402
+from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)
+from .tensor.quantile import nanquantile, quantile  # noqa: E402
+from .tensor.out_arg import with_out as _with_out  # noqa: E402
+from .linalg.matrix_functions import matrix_exp  # noqa: E402
+from .linalg.norms import dist  # noqa: E402
+from . import accelerator, backends, distributed  # noqa: E402
+from ._settings import get_default_device, get_float32_matmul_precision, get_num_interop_threads, \
+    get_num_threads, is_storage, set_default_device, set_float32_matmul_precision, set_num_interop_threads, \
+    set_num_threads, typename  # noqa: E402
+from . import hub, testing  # noqa: E402  (torch.hub's checkpoint cache, torch.testing's assert_close/make_tensor)
+from .tensor.legacy_types import CPU_TYPES as _LEGACY_TYPES, set_default_tensor_type  # noqa: E402
+from ._determinism import are_deterministic_algorithms_enabled, get_deterministic_debug_mode, \
+    is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode, \
+    use_deterministic_algorithms  # noqa: E402
+from .utils import deterministic as _deterministic  # noqa: E402,F401  (ember.utils.deterministic)
+
+globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor, ... (torch's legacy tensor types)
 
 _export_elementwise()
 for _namespace in (globals(), vars(nn.functional), vars(linalg)):

@@ -3,9 +3,6 @@
 Run: python examples/char_lstm.py [--steps 401] [--device cpu|cuda] [--hidden 128]
 (about half a minute; the first run also compiles kernels). A quick run, e.g. on the CUDA simulator:
 ``--steps 3 --hidden 8 --embed 4 --seq-len 6 --batch-size 2 --sample-length 4``.
-
-On a busy machine with few cores, run it with ``OPENBLAS_NUM_THREADS=1``: BLAS threads competing
-for cores make the recurrence's small per-step matrix products many times slower.
 """
 from __future__ import annotations
 

@@ -6,9 +6,6 @@ Every output position must find its mirror position in the input, which only att
 Run: python examples/tiny_transformer.py [--steps 401] [--device cpu|cuda] [--d-model 64]
 (well under a minute; the first run also compiles kernels). A quick run, e.g. on the CUDA simulator:
 ``--steps 3 --d-model 8 --heads 2 --layers 1 --feedforward 8 --batch-size 4 --held-out 4``.
-
-On a busy machine with few cores, run it with ``OPENBLAS_NUM_THREADS=1``: BLAS threads competing
-for cores make small matrix products many times slower.
 """
 from __future__ import annotations
 

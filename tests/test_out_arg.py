@@ -26,8 +26,9 @@ def test_empty_out_is_resized_and_tuple_out_keeps_named_fields():
 
 def test_out_errors():
     a = ember.eye(2, dtype=ember.float64)
-    with pytest.raises(RuntimeError, match="shape"):
-        ember.linalg.inv(a, out=ember.empty(3, dtype=ember.float64))
+    wrong_shape = ember.empty(3, dtype=ember.float64)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):  # torch 2.x resizes
+        assert ember.linalg.inv(a, out=wrong_shape) is wrong_shape and wrong_shape.shape == (2, 2)
     with pytest.raises(RuntimeError, match="dtype"):
         ember.linalg.inv(a, out=ember.empty(2, 2))
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):

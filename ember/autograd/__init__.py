@@ -1,22 +1,24 @@
 """Reverse-mode automatic differentiation: ``backward``, ``grad``, ``Function`` and grad modes."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-from . import graph
+from . import grad_mode, graph
 from .anomaly_mode import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from .engine import run_backward
 from .function import Function, FunctionCtx, Node, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
-from . import forward_ad, functional
+from .variable import Variable
+from . import forward_ad, functional, variable
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "Node", "once_differentiable", "no_grad", "enable_grad",
     "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck",
     "gradgradcheck", "graph", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
-    "is_anomaly_check_nan_enabled", "forward_ad",
+    "is_anomaly_check_nan_enabled", "forward_ad", "Variable", "grad_mode", "variable", "functional",
 ]
 
 
@@ -81,9 +83,12 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None, is_grads_batched: bool = False,
-         materialize_grads: bool = False) -> tuple:
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated.
+
+    ``only_inputs`` is torch's deprecated flag: ignored (gradients only ever go to ``inputs``), with torch's
+    warning when it is False.
 
     With ``is_grads_batched`` every grad_output has a leading batch dimension and each input's gradient gets one
     too: one backward pass per batch row over the retained graph (torch vectorises this with vmap).
@@ -91,6 +96,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     from ..tensor.creation import zeros_like
     from .function import _edge
 
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.", stacklevel=2)
     if is_grads_batched:
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                              materialize_grads)

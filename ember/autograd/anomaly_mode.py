@@ -2,20 +2,21 @@
 
 While it is on, every recorded op keeps the traceback of its forward call on its
 node (``grad_fn``), and the backward engine checks what each node returns: a NaN
-raises ``RuntimeError("Function 'DivBackward' returned nan values in its 0th output.")``
+raises ``RuntimeError("Function 'DivBackward0' returned nan values in its 0th output.")``
 and any error raised in a node's backward is preceded by a warning that shows
 the forward traceback of the op that made that node. Off, it costs one global
 check per recorded op and one per backward call.
 """
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import Any, Callable
 
 from . import function as _function
+from .grad_mode import decorate
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+           "set_anomaly_enabled"]
 
 
 def is_anomaly_enabled() -> bool:
@@ -28,27 +29,13 @@ def is_anomaly_check_nan_enabled() -> bool:
     return _function._ANOMALY_CHECK_NAN
 
 
-def _set(mode: bool, check_nan: bool) -> None:
-    _function._ANOMALY = bool(mode)
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off (``torch.set_anomaly_enabled``)."""
+    _function._ANOMALY = bool(enabled)
     _function._ANOMALY_CHECK_NAN = bool(check_nan)
 
 
-class _DecoratorContext:
-    """Context managers below also decorate functions (the function runs inside a fresh instance's context)."""
-
-    def _fresh(self) -> "_DecoratorContext":
-        raise NotImplementedError
-
-    def __call__(self, func: Callable) -> Callable:
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self._fresh():
-                return func(*args, **kwargs)
-
-        return wrapper
-
-
-class detect_anomaly(_DecoratorContext):
+class detect_anomaly:
     """Context manager (or decorator) that turns anomaly detection on; ``check_nan`` makes NaN in backward an error."""
 
     def __init__(self, check_nan: bool = True) -> None:
@@ -66,13 +53,17 @@ class detect_anomaly(_DecoratorContext):
             warnings.simplefilter("ignore")
             return detect_anomaly(self.check_nan)
 
+    def __call__(self, func: Callable) -> Callable:
+        """Decorate ``func`` (a generator function too): each call runs in anomaly mode."""
+        return decorate(self._fresh, func)
+
     def __enter__(self) -> None:
         self.prev = is_anomaly_enabled()
         self.prev_check_nan = is_anomaly_check_nan_enabled()
-        _set(True, self.check_nan)
+        set_anomaly_enabled(True, self.check_nan)
 
     def __exit__(self, *exc: Any) -> None:
-        _set(self.prev, self.prev_check_nan)
+        set_anomaly_enabled(self.prev, self.prev_check_nan)
 
 
 class set_detect_anomaly:
@@ -83,10 +74,10 @@ class set_detect_anomaly:
         self.check_nan = check_nan
         self.prev = is_anomaly_enabled()
         self.prev_check_nan = is_anomaly_check_nan_enabled()
-        _set(mode, check_nan)
+        set_anomaly_enabled(mode, check_nan)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: Any) -> None:
-        _set(self.prev, self.prev_check_nan)
+        set_anomaly_enabled(self.prev, self.prev_check_nan)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..cpu_kernels.elementwise import add_into
 from . import function as _function
-from .function import AccumulateGrad, FunctionCtx, Node
+from .function import NO_EDGE, AccumulateGrad, FunctionCtx, Node
 from .grad_mode import _set_enabled, is_grad_enabled
 
 
@@ -38,7 +38,7 @@ def _collect(roots: list[Node]) -> tuple[list[Node], dict[Node, list[Node]]]:
     for root in roots:
         if root in kids:
             continue
-        kids[root] = first = [edge[0] for edge in root.next_functions if edge is not None]
+        kids[root] = first = _children(root)
         stack = [(root, iter(first))]
         while stack:
             node, it = stack[-1]
@@ -47,10 +47,15 @@ def _collect(roots: list[Node]) -> tuple[list[Node], dict[Node, list[Node]]]:
                 stack.pop()
                 order.append(node)
             elif child not in kids:
-                kids[child] = grandchildren = [edge[0] for edge in child.next_functions if edge is not None]
+                kids[child] = grandchildren = _children(child)
                 stack.append((child, iter(grandchildren)))
     order.reverse()
     return order, kids
+
+
+def _children(node: Node) -> list[Node]:
+    """The nodes ``node`` sends gradients to, one entry per edge."""
+    return [edge[0] for edge in node._edges if edge is not None and edge is not NO_EDGE]
 
 
 def _needed(order: list[Node], kids: dict[Node, list[Node]], targets: set[Node] | None) -> set[Node] | None:
@@ -186,8 +191,8 @@ def run_backward(
             if not retain_graph:
                 node._release()
             n_grads = len(in_grads)
-            for i, edge in enumerate(node.next_functions):
-                if edge is None:
+            for i, edge in enumerate(node._edges):
+                if edge is None or edge is NO_EDGE:
                     continue
                 child, child_index = edge
                 if needed is not None and child not in needed:
@@ -294,7 +299,7 @@ def _call_node(node: FunctionCtx, buf: list) -> tuple:
     result = node._forward_cls.backward(node, *buf)
     if not isinstance(result, tuple):
         result = (result,)
-    n_inputs = len(node.next_functions)
+    n_inputs = len(node._edges)
     if len(result) < n_inputs:
         raise RuntimeError(
             f"function {node.name()} returned an incorrect number of gradients (expected {n_inputs}, "

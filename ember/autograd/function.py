@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import node_names, saved_attributes
 from .grad_mode import _state as _grad_modes, no_grad
 
 # Anomaly mode (``anomaly_mode.set_detect_anomaly`` rebinds these): when on, a recorded call keeps its forward
@@ -24,18 +25,39 @@ _ANOMALY_CHECK_NAN = True
 _SAVED_HOOKS: list = []
 
 
+# The edge of an input tensor that needs no gradient: torch lists it as ``(None, 0)`` in ``next_functions``, while
+# inputs that are not (floating) tensors get no entry. The engine passes over both.
+NO_EDGE = (None, 0)
+
+
 class Node:
     """A step of the backward graph (torch's ``grad_fn``)."""
 
-    next_functions: tuple = ()
+    # One entry per argument of the call that made the node: (node, output index) where its gradient goes,
+    # ``NO_EDGE`` for a tensor that needs none, None for an argument that is not a floating tensor.
+    _edges: tuple = ()
     _output_meta: tuple = ()
     _hooked = False  # set once any hook is registered on the node: the engine looks for hooks only then
+    _lists_numbers = False  # whether Python-number arguments are inputs too (binary ops: torch wraps them)
 
     def name(self) -> str:
+        """torch's name of the node (``MulBackward0``; C++ nodes with their namespace)."""
         return type(self).__name__
 
+    @property
+    def next_functions(self) -> tuple:
+        """``(node, input_nr)`` per input, as torch lists them: ``(None, 0)`` for an input that needs no grad."""
+        if self._lists_numbers:
+            return tuple(NO_EDGE if e is None else e for e in self._edges)
+        return tuple(e for e in self._edges if e is not None)
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's own notes about this node (empty until written to)."""
+        return self.__dict__.setdefault("_metadata", {})
+
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     def register_hook(self, hook: Callable) -> "RemovableHandle":
         """``hook(grad_inputs, grad_outputs)`` runs after this node computed its input gradients."""
@@ -86,6 +108,9 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.edge = (self, 0)  # every op on the leaf points here through this one tuple (no new one per op)
 
+    def name(self) -> str:
+        return node_names.QUALIFIED["AccumulateGrad"]
+
     @property
     def _output_meta(self) -> tuple:
         """Read from the leaf each time: ``leaf.data = ...`` (``Module.to``) may change its device or dtype."""
@@ -101,66 +126,89 @@ _FREED_MESSAGE = (
 )
 
 
+_INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
+    "in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
+)
+
+
 class FunctionCtx(Node):
     """The ``ctx`` of a Function call; also the graph node its outputs point to."""
 
     _forward_cls: type = None  # set on the per-Function backward class
     materialize_grads = True
     # Defaults live on the class: most calls record nothing, so a ctx is created with no attribute writes.
-    _saved = ()
+    _entries = ()  # what ``save_for_backward`` kept: (tensor, version) pairs, ``_Packed`` or None, one per tensor
     _freed = False
     needs_input_grad = ()
     _dirty = ()
     _non_differentiable = ()
-    _packed = False
+    _packed = False  # whether some entry is a ``_Packed`` (saved through hooks)
     _forward_trace = None  # the forward call's stack, recorded only in anomaly mode
-    _saved_forward = ()  # what ``save_for_forward`` kept; ``saved_tensors`` returns it while ``jvp`` runs
+    _kept_for_jvp = ()  # what ``save_for_forward`` kept; ``saved_tensors`` returns it while ``jvp`` runs
     _in_jvp = False
-
-    def name(self) -> str:
-        return type(self).__name__
 
     # -- saving tensors ------------------------------------------------------
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep tensors for backward; an in-place change to one before backward is an error."""
-        if _SAVED_HOOKS and self.needs_input_grad:
-            self._pack_saved(tensors)
-            return
-        self._saved = tuple((t, t._version.value) if t is not None else None for t in tensors)
+        if self.needs_input_grad:  # a recorded call (forward also runs unrecorded, where nothing is kept for long)
+            for t in tensors:
+                if t is not None and t._version.inference:
+                    raise RuntimeError(_INFERENCE_SAVED)
+            if _SAVED_HOOKS:
+                self._pack_saved(tensors)
+                return
+        self._entries = tuple((t, t._version.value) if t is not None else None for t in tensors)
 
     def _pack_saved(self, tensors: tuple) -> None:
         """Save through the innermost ``saved_tensors_hooks``: pack now, unpack on each read."""
         pack, unpack = _SAVED_HOOKS[-1]
-        self._saved = tuple(_Packed(pack(t), unpack) if t is not None else None for t in tensors)
+        self._entries = tuple(_Packed(pack(t), unpack) if t is not None else None for t in tensors)
         self._packed = True
 
     def save_for_forward(self, *tensors: Any) -> None:
         """Keep tensors for ``jvp`` (forward-mode AD), where ``saved_tensors`` returns them."""
-        self._saved_forward = tensors
+        self._kept_for_jvp = tensors
 
     @property
     def saved_tensors(self) -> tuple:
         if self._in_jvp:
-            return self._saved_forward
+            return self._kept_for_jvp
         if self._freed:
             raise RuntimeError(_FREED_MESSAGE)
         if self._packed:
-            return tuple(entry.unpack() if entry is not None else None for entry in self._saved)
+            return tuple([_unpacked(entry) for entry in self._entries])
         out = []
-        for entry in self._saved:
+        for entry in self._entries:
             if entry is None:
                 out.append(None)
                 continue
             t, version = entry
             if t._version.value != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{t.type()} {list(t.shape)}], which is output {t._output_nr} of "
-                    f"{t.grad_fn.name() if t.grad_fn is not None else 'a leaf'}, is at version {t._version.value}; "
-                    f"expected version {version} instead."
-                )
+                raise _modified_error(t, version)
             out.append(t)
         return tuple(out)
+
+    def _read_saved(self, slot: int) -> Any:
+        """The tensor saved in ``slot`` (None for an empty or missing slot), read as backward reads it."""
+        if self._freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        return _unpacked(self._entries[slot]) if slot < len(self._entries) else None
+
+    def _hook_saved(self, slot: int, pack_hook: Callable, unpack_hook: Callable) -> None:
+        """Repack the tensor in ``slot`` with ``pack_hook`` now; reads of it call ``unpack_hook`` from then on."""
+        if self._freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        entry = self._entries[slot] if slot < len(self._entries) else None
+        if entry is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+        if type(entry) is _Packed:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. Hint: "
+                               "only one pair of hooks is allowed at a time.")
+        packed = _Packed(pack_hook(_unpacked(entry)), unpack_hook)
+        self._entries = self._entries[:slot] + (packed,) + self._entries[slot + 1:]
+        self._packed = True
 
     @property
     def saved_variables(self) -> tuple:
@@ -179,8 +227,29 @@ class FunctionCtx(Node):
         self.materialize_grads = value
 
     def _release(self) -> None:
-        self._saved = ()
+        self._entries = ()
         self._freed = True
+
+
+def _modified_error(t: Any, version: int) -> RuntimeError:
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{t.type()} {list(t.shape)}], which is output {t._output_nr} of "
+        f"{t.grad_fn.name() if t.grad_fn is not None else 'a leaf'}, is at version {t._version.value}; "
+        f"expected version {version} instead."
+    )
+
+
+def _unpacked(entry: Any) -> Any:
+    """A saved entry's tensor: unpacked through its hook, or version-checked as saved (None stays None)."""
+    if entry is None:
+        return None
+    if type(entry) is _Packed:
+        return entry.unpack()
+    t, version = entry
+    if t._version.value != version:
+        raise _modified_error(t, version)
+    return t
 
 
 class _Packed:
@@ -200,12 +269,41 @@ class _Packed:
         return t
 
 
+_NODE_CLASSES: dict[tuple[type, str], type] = {}
+
+
+def node_class(function: type, name: str) -> type:
+    """The class of the nodes Function ``function`` makes under torch's node name ``name`` (made once): it
+    carries the name and the ``_saved_*`` attributes torch's node of that name has."""
+    found = _NODE_CLASSES.get((function, name))
+    if found is None:
+        attrs: dict[str, Any] = {"_forward_cls": function, "__doc__": f"Graph node of {function.__name__}.",
+                                 "_lists_numbers": node_names.lists_numbers(function, name)}
+        attrs.update(saved_attributes.attributes_for(function, name))
+        if name in node_names.QUALIFIED:
+            qualified = node_names.QUALIFIED[name]
+            attrs["name"] = lambda self: qualified
+        found = _NODE_CLASSES[(function, name)] = type(name, (FunctionCtx,), attrs)
+    return found
+
+
+def name_node(t: Any, name: str) -> Any:
+    """Give the node that just made ``t`` torch's name ``name`` for the op the caller implements (``t`` is
+    returned; nothing changes when no node was recorded). Only for a ``t`` the caller's own op call made."""
+    node = t._grad_fn
+    if node is not None:
+        node.__class__ = node_class(node._forward_cls, name)
+    return t
+
+
 class FunctionMeta(type):
-    """Gives each Function subclass its own backward node class, named ``<Name>Backward``."""
+    """Gives each Function subclass its node class: ``<Name>Backward`` for a user's Function, torch's node name for
+    ember's own ops (``node_names``), and the per-call namer of those that serve several torch ops."""
 
     def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
         super().__init__(name, bases, namespace)
-        cls._backward_cls = type(name + "Backward", (FunctionCtx,), {"_forward_cls": cls})
+        cls._backward_cls = node_class(cls, node_names.default_name(cls))
+        cls._node_namer = node_names.namer(cls)
 
 
 _FLAG_TUPLES: dict[tuple, tuple] = {}  # interned ``needs_input_grad`` patterns (up to 6 arguments: at most 127)
@@ -239,7 +337,7 @@ class Function(metaclass=FunctionMeta):
                 record = True
                 # one shared tuple per pattern: a graph node keeps no flags tuple of its own alive
                 ctx.needs_input_grad = _FLAG_TUPLES.setdefault(flags, flags) if len(flags) <= 6 else flags
-                edges = tuple([_edge(a) if getattr(a, "_array", None) is not None else None for a in args])
+                edges = tuple([_input_edge(a) if getattr(a, "_array", None) is not None else None for a in args])
                 if _ANOMALY:
                     ctx._forward_trace = traceback.extract_stack()[:-1]
             modes.enabled = False
@@ -254,6 +352,8 @@ class Function(metaclass=FunctionMeta):
         for t in ctx._dirty:
             t._version.value += 1
         if record:
+            if cls._node_namer is not None:
+                ctx.__class__ = node_class(cls, cls._node_namer(*args))
             _link(ctx, edges, outputs)
         if _APPLY_WRAPPERS:
             _WATCHED.ctx = ctx
@@ -323,19 +423,27 @@ def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
 
 
 def _edge(t: Any) -> tuple | None:
-    """Where the gradient for tensor ``t`` goes: its grad_fn, its leaf accumulator, or nowhere."""
+    """Where the gradient for tensor ``t`` goes: its grad_fn, its leaf accumulator, or nowhere (None)."""
+    edge = _input_edge(t)
+    return None if edge is NO_EDGE else edge
+
+
+def _input_edge(t: Any) -> tuple | None:
+    """Tensor ``t``'s entry in the edges of a node it is an input of: its grad_fn or leaf accumulator; else
+    ``NO_EDGE`` for a floating tensor, None for an integer or bool one (never differentiable: torch does not
+    list it). Inline on purpose: this runs for every tensor argument of every recorded op."""
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
         accumulator = t._accumulator  # made once per leaf; read directly on every op that uses the leaf
         return (accumulator if accumulator is not None else t._grad_accumulator()).edge
-    return None
+    return NO_EDGE if t._array.dtype.kind == "f" else None
 
 
 def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
     Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
 
-    ctx.next_functions = edges
+    ctx._edges = edges
     meta = []
     for i, out in enumerate(outputs):
         if not isinstance(out, Tensor):

@@ -1,9 +1,23 @@
-"""Grad-mode switches: context managers that also work as decorators, as in torch."""
+"""Grad-mode switches, as torch's: context managers that also decorate functions and generator functions.
+
+``no_grad``, ``enable_grad`` and ``inference_mode`` decorate with or without parentheses (``@no_grad`` and
+``@no_grad()``); ``set_grad_enabled(mode)`` takes effect at once when called, and restores the previous mode at
+the end of a ``with`` block. A decorated generator runs its body in the mode on every resumption, and its caller
+gets its own mode back at each ``yield``.
+"""
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from ..tensor.tensor import Tensor
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled", "is_inference"]
+
 
 class _ThreadModes(threading.local):
     """Per-thread modes; the class attributes are every new thread's defaults (read without a getattr default:
@@ -14,6 +28,15 @@ class _ThreadModes(threading.local):
 
 
 _state = _ThreadModes()
+# How many ``inference_mode`` blocks are open, in all threads: tensor creation reads this plain number first and
+# asks the (slower) thread-local state only while some block is open.
+INFERENCE_BLOCKS = [0]
+_BLOCKS_LOCK = threading.Lock()
+
+
+def _count_inference_block(change: int) -> None:
+    with _BLOCKS_LOCK:
+        INFERENCE_BLOCKS[0] += change
 
 
 def is_grad_enabled() -> bool:
@@ -30,8 +53,53 @@ def is_inference_mode_enabled() -> bool:
     return _state.inference
 
 
+def is_inference(input: Tensor) -> bool:
+    """Whether tensor ``input`` is an inference tensor (``torch.is_inference``)."""
+    return input.is_inference()
+
+
+def decorate(make_context: Callable[[], Any], func: Callable) -> Callable:
+    """``func`` run inside a fresh context from ``make_context()`` on each call; a generator function's body runs
+    inside one on each resumption (its caller's modes hold between the ``yield``s)."""
+    if inspect.isgeneratorfunction(func):
+        return _generator_in(make_context, func)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with make_context():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def _generator_in(make_context: Callable[[], Any], func: Callable) -> Callable:
+    @functools.wraps(func)
+    def generator(*args: Any, **kwargs: Any) -> Any:
+        gen = func(*args, **kwargs)
+        resume = functools.partial(gen.send, None)
+        while True:
+            try:
+                with make_context():
+                    item = resume()
+            except StopIteration as stop:
+                return stop.value
+            try:
+                sent = yield item
+            except GeneratorExit:
+                with make_context():
+                    gen.close()
+                raise
+            except BaseException as error:  # thrown in by the caller: the body sees it, in the mode
+                resume = functools.partial(gen.throw, error)
+            else:
+                resume = functools.partial(gen.send, sent)
+
+    return generator
+
+
 class _GradModeContext:
-    """Base of the grad-mode contexts: enter sets a mode, exit restores the previous one."""
+    """Base of the grad-mode contexts: enter sets the mode, exit restores the previous one; calling one on a
+    function decorates it."""
 
     def _mode(self) -> bool:
         raise NotImplementedError  # each subclass says which mode it sets
@@ -43,26 +111,31 @@ class _GradModeContext:
     def __exit__(self, *exc: Any) -> None:
         _set_enabled(self._prev)
 
-    def __call__(self, fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.clone():
-                return fn(*args, **kwargs)
-
-        return wrapper
+    def __call__(self, func: Callable) -> Callable:
+        return decorate(self.clone, func)
 
     def clone(self) -> "_GradModeContext":
+        """A fresh context with the same setting (each decorated call enters its own)."""
         return self.__class__()
 
 
-class no_grad(_GradModeContext):
+class _NoArgumentContext(_GradModeContext):
+    """A context that also decorates without parentheses: ``@no_grad`` is ``@no_grad()``."""
+
+    def __new__(cls, orig_func: Callable | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoArgumentContext):
     """Disable graph recording: ops inside create no backward nodes."""
 
     def _mode(self) -> bool:
         return False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoArgumentContext):
     """Enable graph recording, e.g. inside a ``no_grad`` block."""
 
     def _mode(self) -> bool:
@@ -83,44 +156,40 @@ class set_grad_enabled(_GradModeContext):
     def __enter__(self) -> None:
         pass
 
-    def __call__(self, fn: Callable) -> Callable:
+    def __call__(self, func: Callable) -> Callable:
         _set_enabled(self._prev)  # used as a decorator: only the decorated calls change mode
-        return super().__call__(fn)
+        return super().__call__(func)
 
-    def clone(self) -> "_GradModeContext":
-        return _Block(self.mode)
-
-
-class _Block(_GradModeContext):
-    """A plain block that sets a fixed mode on entry."""
-
-    def __init__(self, mode: bool) -> None:
-        self.mode = mode
-
-    def _mode(self) -> bool:
-        return self.mode
-
-    def clone(self) -> "_Block":
-        return _Block(self.mode)
+    def clone(self) -> "set_grad_enabled":
+        return set_grad_enabled(self.mode)
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad`` for code that will never need gradients (``mode=False`` turns it off)."""
+    """``no_grad`` for code that will never need gradients: tensors made inside are inference tensors
+    (``is_inference()``), which later recorded ops may not save for backward. ``inference_mode(False)`` turns it
+    off inside an outer block (and, as in torch, turns grad mode on)."""
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # ``@inference_mode`` without parentheses
 
     def __init__(self, mode: bool = True) -> None:
-        self.mode = bool(mode)
+        self.mode = mode
 
     def _mode(self) -> bool:
-        return is_grad_enabled() if not self.mode else False
+        return not self.mode
 
     def __enter__(self) -> None:
         self._prev_inference = is_inference_mode_enabled()
         _state.inference = self.mode
+        _count_inference_block(1)
         super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
         _state.inference = self._prev_inference
+        _count_inference_block(-1)
 
     def clone(self) -> "inference_mode":
         return inference_mode(self.mode)

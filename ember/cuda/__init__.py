@@ -16,6 +16,9 @@ from .memory import empty_cache, max_memory_allocated, max_memory_cached, max_me
 from .random import get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all, \
     set_rng_state, set_rng_state_all
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream
+from ..tensor.legacy_types import CUDA_TYPES as _LEGACY_TYPES
+
+globals().update(_LEGACY_TYPES)  # torch.cuda.FloatTensor & co. (legacy tensor types on CUDA)
 
 
 def init() -> None:
@@ -32,5 +35,5 @@ __all__ = [
     "get_rng_state_all", "set_rng_state_all",
     "memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated", "empty_cache",
-    "memory_summary",
+    "memory_summary", *_LEGACY_TYPES,
 ]

@@ -15,7 +15,10 @@ How each reduction stays equal to the serial loop in index order:
   lets only that ``i`` store. Deterministic, any dtype.
 * ``sum``, ``amax``, ``amin`` on int32/int64/uint32/uint64/float32/float64:
   hardware atomics, one thread per index. A float sum then depends on the
-  order of the additions (not deterministic, like torch's CUDA scatter_add).
+  order of the additions (not deterministic, like torch's CUDA scatter_add),
+  except under ``use_deterministic_algorithms(True)``: then the indices are
+  grouped by target on the host (a stable sort) and one thread per target adds
+  its sources in index order, the serial loop's order and rounding.
   ``atomic.max``/``min`` keep a NaN already in ``out`` and ignore a NaN in
   ``src``, so a NaN source is stored plainly afterwards: NaN wins, as in torch.
 * ``prod`` (there is no atomic multiply), and sum/amax/amin on bool, int8,
@@ -30,6 +33,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from .._determinism import are_deterministic_algorithms_enabled
 from .launch import SIMULATOR, collapse, grid
 
 __all__ = ["scatter", "take", "index_range", "flat_nonzero", "REDUCTIONS"]
@@ -37,6 +41,7 @@ __all__ = ["scatter", "take", "index_range", "flat_nonzero", "REDUCTIONS"]
 REDUCTIONS = ("assign", "sum", "prod", "amax", "amin")
 _SUM, _PROD, _AMAX, _AMIN = 1, 2, 3, 4  # positions in REDUCTIONS
 ATOMIC_DTYPES = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64))
+_FLOAT_ATOMICS = frozenset(np.dtype(t) for t in (np.float32, np.float64))  # sums whose order changes the rounding
 
 
 # ------------------------------------------------------------------ kernels
@@ -94,6 +99,18 @@ def _scatter_serial(code, out, o_off, o_st, index, i_off, i_st, src, s_off, s_st
 
 
 @cuda.jit
+def _scatter_sum_grouped(out, o_off, o_st, targets, bounds, order, src, s_off, s_st, count):
+    """One thread per distinct target ``targets[k]``: add its sources ``order[bounds[k]:bounds[k + 1]]`` in index
+    order, as the serial loop would (deterministic, no atomics)."""
+    for k in range(cuda.grid(1), count, cuda.gridsize(1)):
+        j = o_off + targets[k] * o_st
+        acc = out[j]
+        for m in range(bounds[k], bounds[k + 1]):
+            acc += src[s_off + order[m] * s_st]
+        out[j] = acc
+
+
+@cuda.jit
 def _index_range(index, i_off, i_st, n, bounds):
     """``bounds`` (starting at [int64 max, int64 min]) becomes [min, max] of the ``n`` indices."""
     first = cuda.grid(1)
@@ -143,6 +160,9 @@ def scatter(reduce: str, out, index, src) -> None:
     """
     if reduce not in REDUCTIONS:
         raise ValueError(f"scatter: reduce must be one of {REDUCTIONS}, got {reduce!r}")
+    if reduce == "sum" and np.dtype(out.dtype) in _FLOAT_ATOMICS and are_deterministic_algorithms_enabled():
+        _scatter_sum_deterministic(out, index, _uploaded(src))
+        return
     index, src = _uploaded(index), _uploaded(src)
     dtype = np.dtype(out.dtype)
     if np.dtype(index.dtype) != np.int64:
@@ -167,6 +187,28 @@ def scatter(reduce: str, out, index, src) -> None:
         _scatter_atomic[grid(n)](code, *operands)
     else:
         _scatter_serial[1, 1](code, *operands)
+
+
+def _scatter_sum_deterministic(out, index, src) -> None:
+    """The float ``sum`` of ``scatter`` without atomics: the (host) indices grouped by target with a stable sort,
+    then ``_scatter_sum_grouped``; the same bits as the serial loop on every run."""
+    positions = np.ascontiguousarray(index if isinstance(index, np.ndarray) else index.to_numpy(),
+                                     dtype=np.int64).reshape(-1)
+    if np.dtype(src.dtype) != np.dtype(out.dtype):
+        raise TypeError(f"scatter: src dtype {src.dtype} differs from out dtype {out.dtype}")
+    out, _, o_off, o_st = _run(out, "out")
+    src, count, s_off, s_st = _run(src, "src")
+    if count != positions.size:
+        raise ValueError(f"scatter: {positions.size} indices but {count} source values")
+    if count == 0:
+        return
+    order = np.argsort(positions, kind="stable")
+    ordered = positions[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    bounds = np.append(starts, count)
+    groups = starts.size
+    _scatter_sum_grouped[grid(groups)](out.buffer, o_off, o_st, cuda.to_device(ordered[starts]),
+                                       cuda.to_device(bounds), cuda.to_device(order), src.buffer, s_off, s_st, groups)
 
 
 def index_range(index) -> tuple[int, int]:

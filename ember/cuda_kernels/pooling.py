@@ -17,7 +17,9 @@ One thread per written element everywhere, except ``max_pool_backward``:
 * ``max_pool_backward`` only has the arg-max positions, no windows, so a gather would be O(inputs x
   outputs): it zero-fills and then ``cuda.atomic.add``s every output's gradient at its position. Float sums
   are exact and deterministic while no input position is the arg-max of more than two outputs (a + b is
-  commutative); beyond that the rounding depends on the order the atomics land in.
+  commutative); beyond that the rounding depends on the order the atomics land in. Under
+  ``use_deterministic_algorithms(True)`` one thread per plane adds its outputs in order instead (the CPU's
+  order and bits, parallel over planes only).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from collections import OrderedDict
 import numpy as np
 from numba import cuda
 
+from .._determinism import are_deterministic_algorithms_enabled
 from ..cpu_kernels import pooling as _cpu
 from .._cuda_context import active
 from .launch import device_meta, grid
@@ -127,6 +130,16 @@ def _max_pool_scatter(n_items, size, extent, grad, g_off, indices, i_off, grad_i
 
 
 @cuda.jit
+def _max_pool_scatter_planes(planes, size, extent, grad, g_off, indices, i_off, grad_input, gi_off):
+    """One thread per plane adds its outputs' gradients at their positions in output order: deterministic."""
+    for p in range(cuda.grid(1), planes, cuda.gridsize(1)):
+        for i in range(p * size, (p + 1) * size):
+            at = indices[i_off + i]
+            if 0 <= at < extent:
+                grad_input[gi_off + p * extent + at] += grad[g_off + i]
+
+
+@cuda.jit
 def _avg_pool(n_items, x, x_off, depth, height, width, out, o_off, od, oh, ow, starts, counts, divisors,
               override):
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
@@ -187,7 +200,8 @@ def max_pool(x: DeviceStorage, out: DeviceStorage, indices: DeviceStorage, start
 def max_pool_backward(grad: DeviceStorage, indices: DeviceStorage, grad_input: DeviceStorage) -> None:
     """Overwrite (P, S) ``grad_input`` with (P, M) ``grad`` added at the per-plane positions ``indices``.
 
-    Zero fill, then ``cuda.atomic.add`` per output (see the module docstring on determinism).
+    Zero fill, then ``cuda.atomic.add`` per output, or the per-plane loop in deterministic mode (see the module
+    docstring).
     """
     n_items = _threads("max_pool_backward", grad_input, grad, indices)
     if n_items == 0:
@@ -196,8 +210,13 @@ def max_pool_backward(grad: DeviceStorage, indices: DeviceStorage, grad_input: D
     if grad.numel == 0:
         return
     size, extent = grad.shape[-1], grad_input.shape[-1]
-    _max_pool_scatter[grid(grad.numel)](grad.numel, size, extent, grad.buffer, grad.offset, indices.buffer,
-                                        indices.offset, grad_input.buffer, grad_input.offset)
+    operands = (size, extent, grad.buffer, grad.offset, indices.buffer, indices.offset, grad_input.buffer,
+                grad_input.offset)
+    if are_deterministic_algorithms_enabled():
+        planes = grad.shape[0]
+        _max_pool_scatter_planes[grid(planes)](planes, *operands)
+    else:
+        _max_pool_scatter[grid(grad.numel)](grad.numel, *operands)
 
 
 def avg_pool(x: DeviceStorage, out: DeviceStorage, starts: np.ndarray, counts: np.ndarray, divisors: np.ndarray,

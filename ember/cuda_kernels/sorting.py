@@ -19,15 +19,18 @@ walks the sorted row. Scratch is one slot per block, so it costs
 
 searchsorted is one thread per value; bincount and histc are one thread per
 element with ``cuda.atomic.add``, counting in a scratch array when the output's
-dtype has no atomics.
+dtype has no atomics. Counts are exact (and so deterministic); float weights are
+not, so under ``use_deterministic_algorithms(True)`` a weighted bincount adds
+them through ``indexing.scatter``'s deterministic sum instead.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import cuda
 
+from .._determinism import are_deterministic_algorithms_enabled
 from ..cpu_kernels.sorting import before
-from .indexing import ATOMIC_DTYPES
+from .indexing import ATOMIC_DTYPES, scatter
 from .launch import MAX_BLOCKS, THREADS, device_meta, grid
 from .scans import line_start
 from .storage import DeviceStorage
@@ -294,16 +297,18 @@ def bincount(x, weights, out) -> None:
     n = x.numel
     if n == 0:
         return
-    x, x_off, x_st = _flat(x)
     counts = out if out.dtype in ATOMIC_DTYPES else out.astype(_counting_dtype(out.dtype))
-    counts, o_off, o_st = _flat(counts)
     weighted = weights is not None
     if weighted:
-        w, w_off, w_st = _flat(weights if weights.dtype == counts.dtype else weights.astype(counts.dtype))
+        weights = weights if weights.dtype == counts.dtype else weights.astype(counts.dtype)
+    if weighted and counts.dtype.kind == "f" and are_deterministic_algorithms_enabled():
+        scatter("sum", counts.reshape(-1), x.to_numpy().astype(np.int64).reshape(-1), weights.reshape(-1))
     else:
-        w, w_off, w_st = counts, 0, 0
-    _count[grid(n)](x.buffer, x_off, x_st, n, w.buffer, w_off, w_st, weighted, counts.dtype.type(1), counts.buffer,
-                    o_off, o_st)
+        x, x_off, x_st = _flat(x)
+        counts, o_off, o_st = _flat(counts)
+        w, w_off, w_st = _flat(weights) if weighted else (counts, 0, 0)
+        _count[grid(n)](x.buffer, x_off, x_st, n, w.buffer, w_off, w_st, weighted, counts.dtype.type(1),
+                        counts.buffer, o_off, o_st)
     if counts is not out:
         out.copy_from(counts)
 

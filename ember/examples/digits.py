@@ -9,9 +9,7 @@ It reads 1797 8x8 handwritten digits, holds out 20% (fixed seed), trains a two-l
 Adam (cosine learning-rate decay) and cross-entropy, prints each epoch's train loss and held-out
 accuracy, then saves ``checkpoint.pt`` (model and optimizer state_dicts and the epoch, with
 ``ember.save``) and ``learning_curves.png`` (loss and accuracy per epoch) in ``--out``.
-With the defaults it reaches 98.6% held-out accuracy. On a busy machine with few cores, run it with
-``OPENBLAS_NUM_THREADS=1``: BLAS threads competing for cores make the convolutions' small matrix
-products many times slower.
+With the defaults it reaches 98.6% held-out accuracy.
 
 Data: the UCI Machine Learning Repository's "Optical Recognition of Handwritten Digits"
 (E. Alpaydin and C. Kaynak, 1998), in the copy scikit-learn ships as ``digits.csv.gz``; licensed

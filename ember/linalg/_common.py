@@ -2,12 +2,11 @@
 that backward formulas use (masks and identities as constants, so they stay differentiable)."""
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any, Callable
 
 import numpy as np
-import scipy.linalg
 
+from ..return_types import return_type
 from ..tensor import dtypes
 from ..tensor.elementwise import _dtype_name
 from ..tensor.tensor import Tensor
@@ -18,11 +17,14 @@ class LinAlgError(RuntimeError):
 
 
 # torch.return_types, by torch's names and fields
-linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
-linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
-linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+linalg_slogdet = return_type("linalg_slogdet", ["sign", "logabsdet"])
+linalg_qr = return_type("linalg_qr", ["Q", "R"])
+linalg_svd = return_type("linalg_svd", ["U", "S", "Vh"])
+linalg_eigh = return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_lstsq = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+linalg_inv_ex = return_type("linalg_inv_ex", ["inverse", "info"])
+linalg_solve_ex = return_type("linalg_solve_ex", ["result", "info"])
+linalg_cholesky_ex = return_type("linalg_cholesky_ex", ["L", "info"])
 
 
 def check_tensor(x: Any, op: str, label: str = "A") -> None:
@@ -51,30 +53,46 @@ def check_matrix(A: Any, op: str, *, square: bool = False, half_kernel: str | No
         )
 
 
+def check_rhs(op: str, B: Any, error: type[Exception] = RuntimeError) -> None:
+    """``B`` is a tensor of at least 2 dims (a batch of right-hand-side matrices); torch's ``error`` otherwise."""
+    check_tensor(B, op, "B")
+    if B.ndim < 2:
+        raise error(f"{op}: The input tensor B must have at least 2 dimensions.")
+
+
 def check_same_dtype(op: str, A: Tensor, B: Tensor) -> None:
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
                            f"{_dtype_name(A.dtype)} and B of type {_dtype_name(B.dtype)} instead")
 
 
-def lapack_info(routine: str, matrices: np.ndarray, **kwargs: Any) -> np.ndarray:
-    """LAPACK's ``info`` of ``routine`` (getrf, potrf) on each matrix of a batch, flattened."""
-    flat = matrices.reshape((-1,) + matrices.shape[-2:])
-    info = np.zeros(flat.shape[0], dtype=np.int32)
-    if flat.shape[-1] == 0:
-        return info
-    fn = scipy.linalg.get_lapack_funcs(routine, (flat,))
-    for i, a in enumerate(flat):
-        info[i] = fn(a, **kwargs)[-1]
-    return info
+def check_b_and_A(op: str, b: Tensor, A: Tensor) -> None:
+    """The legacy solvers' checks (cholesky_solve, triangular_solve, ldl_solve): ``b`` has A's dtype and as many
+    rows as A has columns."""
+    if b.dtype is not A.dtype:
+        raise RuntimeError(f"{op}: Expected b and A to have the same dtype, but found b of type "
+                           f"{_dtype_name(b.dtype)} and A of type {_dtype_name(A.dtype)} instead.")
+    if b.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is {A.shape[-2]} by {A.shape[-1]} "
+                           f"but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
 
 
-def raise_first_failure(op: str, info: np.ndarray, batched: bool, describe: Callable[[int], str]) -> None:
-    """Raise torch's LinAlgError for the first matrix whose LAPACK ``info`` is positive."""
+def check_pivots_shape(op: str, factor: Tensor, pivots: Any) -> None:
+    """``pivots`` is a tensor of shape ``factor.shape[:-2] + (min(m, n),)``, as a factorization returns them."""
+    check_tensor(pivots, op, "pivots")
+    k = min(factor.shape[-2:])
+    if tuple(pivots.shape) != tuple(factor.shape[:-2]) + (k,):
+        raise RuntimeError(f"{op}: Expected pivots of shape {list(factor.shape[:-2]) + [k]} for a factorization of "
+                           f"shape {list(factor.shape)}, but got pivots with shape {list(pivots.shape)}")
+
+
+def raise_first_failure(op: str, info: np.ndarray, batched: bool, describe: Callable[[int], str],
+                        error: type[Exception] = LinAlgError) -> None:
+    """Raise torch's LinAlgError (or ``error``) for the first matrix whose LAPACK ``info`` (flat) is positive."""
     bad = np.flatnonzero(info > 0)
     if bad.size:
         where = f"(Batch element {bad[0]}): " if batched else ""
-        raise LinAlgError(f"{op}: {where}{describe(int(info[bad[0]]))}")
+        raise error(f"{op}: {where}{describe(int(info[bad[0]]))}")
 
 
 def singular_message(k: int) -> str:

@@ -2,13 +2,16 @@
 tensor ops (so they differentiate again)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor.tensor import Tensor
 from ..tensor.joins import diag_embed, tril
-from ._common import check_matrix, constant, eye, lapack_info, linalg_eigh, linalg_qr, linalg_svd, \
+from . import _lapack
+from ._common import check_matrix, constant, eye, linalg_cholesky_ex, linalg_eigh, linalg_qr, linalg_svd, \
     off_diagonal_reciprocal, raise_first_failure
 from .solves import solve_triangular
 from ..tensor.out_arg import with_out
@@ -21,25 +24,19 @@ def _needs_grad(A: Tensor) -> bool:
 
 # ---------------------------------------------------------------------------------------------------- Cholesky
 class Cholesky(Function):
-    """Lower Cholesky factor (reads the lower triangle); gradient ``L^-T Phi(L^T G) L^-1``, symmetric."""
+    """Lower Cholesky factor (reads the lower triangle) with potrf's info; gradient ``L^-T Phi(L^T G) L^-1``,
+    symmetric."""
 
     @staticmethod
-    def forward(ctx, A: Tensor) -> Tensor:
-        try:
-            L = np.linalg.cholesky(A._array)
-        except np.linalg.LinAlgError:
-            raise_first_failure(
-                "linalg.cholesky", lapack_info("potrf", A._array, lower=1), A.ndim > 2,
-                lambda k: "The factorization could not be completed because the input is not positive-definite "
-                          f"(the leading minor of order {k} is not positive-definite).")
-            raise
+    def forward(ctx, A: Tensor):
+        L, info = _lapack.potrf(A._array)
         result = Tensor._make(L)
         if ctx.needs_input_grad:
             ctx.save_for_backward(result)
-        return result
+        return result, Tensor._make(info)
 
     @staticmethod
-    def backward(ctx, g: Tensor) -> Tensor:
+    def backward(ctx, g: Tensor, _: Any) -> Tensor:
         (L,) = ctx.saved_tensors
         inner = tril(L.mT @ g)
         inner = 0.5 * (inner + tril(inner, -1).mT)
@@ -47,14 +44,33 @@ class Cholesky(Function):
         return solve_triangular(L, left, upper=False, left=False)
 
 
+def _not_positive_definite(k: int) -> str:
+    return ("The factorization could not be completed because the input is not positive-definite (the leading "
+            f"minor of order {k} is not positive-definite).")
+
+
+def _cholesky(op: str, A: Tensor, upper: bool, check_errors: bool) -> tuple[Tensor, Tensor]:
+    check_matrix(A, op, square=True, half_kernel="cholesky_cpu")
+    L, info = Cholesky.apply(A)
+    if check_errors:
+        raise_first_failure(op, info._array.reshape(-1), A.ndim > 2, _not_positive_definite)
+    return (L.mT.contiguous() if upper else L), info
+
+
 @with_out
 @through_host
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """torch.linalg.cholesky: ``L`` with ``A = L L^T`` (``U = L^T`` when ``upper``); LinAlgError when ``A``
     is not positive-definite."""
-    check_matrix(A, "linalg.cholesky", square=True, half_kernel="cholesky_cpu")
-    L = Cholesky.apply(A)
-    return L.mT.contiguous() if upper else L
+    return _cholesky("linalg.cholesky", A, upper, True)[0]
+
+
+@with_out
+@through_host
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> linalg_cholesky_ex:
+    """torch.linalg.cholesky_ex: the Cholesky factor and potrf's info per matrix (k > 0: the leading minor of
+    order k is not positive-definite, the factor only partial); ``check_errors`` raises LinAlgError instead."""
+    return linalg_cholesky_ex(*_cholesky("linalg.cholesky_ex", A, upper, check_errors))
 
 
 # ---------------------------------------------------------------------------------------------------------- QR

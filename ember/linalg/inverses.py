@@ -2,6 +2,7 @@
 pseudo-inverse's singular-value cutoff)."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -11,32 +12,24 @@ from ..tensor import dtypes
 from ..tensor.elementwise import _dtype_name
 from ..tensor.tensor import Tensor
 from ..tensor.out_arg import with_out
-from ._common import check_matrix, lapack_info, raise_first_failure, scalar_or_array, \
-    singular_message
+from . import _lapack
+from ._common import check_matrix, check_tensor, linalg_inv_ex, raise_first_failure, scalar_or_array, singular_message
 from ._host import through_host
 
 
-def _inverse_array(A: Tensor, op: str = "linalg.inv") -> np.ndarray:
-    """LAPACK's batched inverse; a singular matrix raises torch's LinAlgError naming its zero pivot."""
-    try:
-        return np.linalg.inv(A._array)
-    except np.linalg.LinAlgError:
-        raise_first_failure(op, lapack_info("getrf", A._array), A.ndim > 2, singular_message)
-        raise
-
-
 class Inv(Function):
-    """``A^-1``; the gradient ``-A^-T G A^-T`` reuses the (differentiable) output."""
+    """``A^-1`` with getrf's info; the gradient ``-A^-T G A^-T`` reuses the (differentiable) output."""
 
     @staticmethod
-    def forward(ctx, A: Tensor) -> Tensor:
-        result = Tensor._make(_inverse_array(A))
+    def forward(ctx, A: Tensor):
+        inverse, info = _lapack.inverse(A._array)
+        result = Tensor._make(inverse)
         if ctx.needs_input_grad:
             ctx.save_for_backward(result)
-        return result
+        return result, Tensor._make(info)
 
     @staticmethod
-    def backward(ctx, g: Tensor) -> Tensor:
+    def backward(ctx, g: Tensor, _: Any) -> Tensor:
         (Y,) = ctx.saved_tensors
         Yt = Y.mT
         return -(Yt @ g @ Yt)
@@ -44,10 +37,40 @@ class Inv(Function):
 
 @with_out
 @through_host
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> linalg_inv_ex:
+    """torch.linalg.inv_ex: the inverses and LAPACK's info per matrix (k > 0: singular, its inverse inf/nan);
+    ``check_errors`` raises LinAlgError instead."""
+    check_matrix(A, "linalg.inv_ex", square=True)
+    inverse, info = Inv.apply(A)
+    if check_errors:
+        raise_first_failure("linalg.inv_ex", info._array.reshape(-1), A.ndim > 2, singular_message)
+    return linalg_inv_ex(inverse, info)
+
+
+@with_out
+@through_host
 def inv(A: Tensor) -> Tensor:
     """torch.linalg.inv: the inverse of each square matrix of a batch (LinAlgError when one is singular)."""
     check_matrix(A, "linalg.inv", square=True)
-    return Inv.apply(A)
+    inverse, info = Inv.apply(A)
+    raise_first_failure("linalg.inv", info._array.reshape(-1), A.ndim > 2, singular_message)
+    return inverse
+
+
+@with_out
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """torch.linalg.tensorinv: the inverse of ``A`` read as a matrix (the first ``ind`` dims as rows), shaped
+    ``A.shape[ind:] + A.shape[:ind]`` so that ``tensordot(tensorinv(A), A, ind)`` is the identity."""
+    check_tensor(A, "linalg.tensorinv")
+    if isinstance(ind, bool) or not isinstance(ind, (int, np.integer)):
+        raise TypeError(f"linalg_tensorinv(): argument 'ind' must be int, not {type(ind).__name__}")
+    if ind <= 0:
+        raise RuntimeError(f"linalg.tensorinv: Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = A.shape[:ind], A.shape[ind:]
+    if math.prod(rows) != math.prod(cols):
+        raise RuntimeError(f"linalg.tensorinv: Expected prod(A.shape[ind:]) == prod(A.shape[:ind]), but got "
+                           f"{math.prod(cols)} != {math.prod(rows)} (A of shape {list(A.shape)}, ind={ind})")
+    return inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(*cols, *rows)
 
 
 # ----------------------------------------------------------------------------------------------- pseudo-inverse
@@ -112,7 +135,7 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
     return Pinv.apply(A, atol, rtol, hermitian)
 
 
-@with_out
+@with_out(cast=True)
 @through_host
 def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
     """torch.linalg.matrix_rank: how many singular values exceed ``max(atol, rtol * s_max)`` (int64)."""

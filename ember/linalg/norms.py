@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from ..autograd.function import Function
 from ..tensor import dtypes
-from ..tensor.elementwise import _dtype_name
+from ..tensor.elementwise import _dtype_name, where
 from ..tensor.reduce import amax, amin, norm as _p_norm
 from ..tensor.tensor import Tensor, _wrap_dim
 from ._common import check_tensor
 from .decompositions import svdvals
+from .inverses import inv_ex
 from ..tensor.out_arg import with_out
 
 MATRIX_ORDS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
@@ -105,3 +107,58 @@ def norm(A: Tensor, ord: str | float | None = None, dim: int | Sequence[int] | N
     if A.ndim == 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.ndim}D.")
+
+
+@with_out
+def cond(A: Tensor, p: str | float | None = None) -> Tensor:
+    """torch.linalg.cond: the condition number ``||A|| ||A^-1||`` in the ``p`` norm; for ``p`` None/2/-2 the ratio
+    of extreme singular values (any shape), else square A only and inf where A is singular. Differentiable."""
+    check_tensor(A, "linalg.cond")
+    if A.ndim < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    if isinstance(p, Tensor):
+        p = p.item()
+    if p not in (None, *MATRIX_ORDS):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if p in (None, 2, -2):
+        s = svdvals(A)
+        if A.numel() == 0:
+            return s.new_zeros(A.shape[:-2])
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if A.numel() == 0:
+        return matrix_norm(A, p)
+    inverse, info = inv_ex(A)
+    value = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return where(info > 0, math.inf, value)
+
+
+def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
+    """torch.dist: the p-norm of ``input - other`` (broadcast) over all its elements, for any real ``p`` (0 counts
+    the nonzero differences, +-inf takes the largest/smallest). Differentiable; at p=0 the gradient is 0 (torch's
+    backward raises there)."""
+    check_tensor(input, "dist", "input")
+    check_tensor(other, "dist", "other")
+    if isinstance(p, Tensor):
+        p = p.item()
+    diff = input - other
+    if not diff.dtype.is_floating_point:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{_dtype_name(diff.dtype)} instead.")
+    return NonzeroCount.apply(diff) if p == 0 else _p_norm(diff, p)
+
+
+class NonzeroCount(Function):
+    """The number of nonzero elements (the 0-"norm"), in the input's dtype; its gradient is 0 everywhere."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor):
+        ctx.shape = x.shape
+        return (x != 0).to(x.dtype).sum()._array
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return g.new_zeros(ctx.shape)
+

@@ -2,11 +2,13 @@
 All are compositions of differentiable ops (matmul, inv, elementwise, sums)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..tensor.dtypes import float32
+from ..tensor import dtypes
+from ..tensor.dtypes import float16, float32, int64
+from ..tensor.joins import cat
 from ..tensor.elementwise import _dtype_name
 from ..tensor.matmul import matmul
 from ..tensor.tensor import Tensor, _wrap_dim
@@ -130,3 +132,34 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
                            f"Got {_dtype_name(x.dtype)}")
     return (x * y).sum(dim)
+
+
+def powers(x: Tensor, N: int) -> Tensor:
+    """``x**0 .. x**(N-1)`` along a new last dim (integer and bool ``x`` as int64), by a cumulative product, so
+    the gradient is right at 0 too."""
+    if not x.dtype.is_floating_point:
+        x = x.to(int64)
+    if N == 0:
+        return x.new_zeros((*x.shape, 0))
+    return cat([x.new_ones((*x.shape, 1)), x.unsqueeze(-1).expand(*x.shape, N - 1)], -1).cumprod(-1)
+
+
+def check_vander_size(op: str, N: Any) -> None:
+    """``N`` is an int (not a bool), as torch's binding requires."""
+    if N is not None and (isinstance(N, bool) or not isinstance(N, (int, np.integer))):
+        raise TypeError(f"{op}(): argument 'N' must be int, not {type(N).__name__}")
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """torch.linalg.vander: the Vandermonde matrix ``x_i**j`` for j < N (default ``x.size(-1)``, at least 2),
+    batched over x's leading dims; differentiable."""
+    check_tensor(x, "linalg.vander", "x")
+    if x.dtype in (dtypes.bool, float16):
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
+                           f"{_dtype_name(x.dtype)}")
+    check_vander_size("linalg_vander", N)
+    x = x.reshape(1) if x.ndim == 0 else x
+    N = x.shape[-1] if N is None else int(N)
+    if N <= 1:
+        raise RuntimeError(f"linalg.vander: N must be greater than 1. Got N={N}")
+    return powers(x, N)

@@ -1,6 +1,9 @@
 """Linear systems: general (LU), triangular, and least squares, batched with broadcast batch dims."""
 from __future__ import annotations
 
+import math
+from typing import Any, Sequence
+
 import numpy as np
 import scipy.linalg
 
@@ -10,20 +13,22 @@ from ..tensor.elementwise import _dtype_name
 from ..tensor._dispatch import broadcast_shapes, sum_to_shape
 from ..tensor.tensor import Tensor
 from ..tensor.joins import tril, triu
-from ._common import LinAlgError, check_matrix, check_same_dtype, check_tensor, lapack_info, linalg_lstsq, \
-    raise_first_failure
+from . import _lapack
+from ._common import LinAlgError, check_matrix, check_rhs, check_same_dtype, check_tensor, linalg_lstsq, \
+    linalg_solve_ex, raise_first_failure
 from .inverses import Pinv, pinv_vjp
 from ..tensor.out_arg import with_out
 from ._host import through_host
 
 
-def _broadcast_pair(A: Tensor, B: Tensor, op: str) -> tuple[np.ndarray, np.ndarray]:
+def broadcast_pair(A: Tensor, B: Tensor, op: str) -> tuple[np.ndarray, np.ndarray]:
     """``A`` (*, n, n) and ``B`` (*, ., k) as arrays with one broadcast batch shape."""
     batch = broadcast_shapes(A.shape[:-2], B.shape[:-2], op=op)
     return (np.broadcast_to(A._array, batch + A.shape[-2:]), np.broadcast_to(B._array, batch + B.shape[-2:]))
 
 
-def _check_system(op: str, A: Tensor, B: Tensor, left: bool) -> None:
+def check_system(op: str, A: Tensor, B: Tensor, left: bool) -> None:
+    """torch's shape check of ``A X = B`` (``X A = B`` when not ``left``) for square ``A``."""
     rows, cols = B.shape[-2:]
     if (rows if left else cols) != A.shape[-1]:
         equation = "AX = B" if left else "XA = B"
@@ -33,29 +38,44 @@ def _check_system(op: str, A: Tensor, B: Tensor, left: bool) -> None:
 
 # ------------------------------------------------------------------------------------------------------- solve
 class Solve(Function):
-    """``X = A^-1 B`` for matrix ``B`` (batch dims broadcast); gradients ``A^-T G`` and ``-(A^-T G) X^T``."""
+    """``X = A^-1 B`` for matrix ``B`` (batch dims broadcast) with getrf's info; gradients ``A^-T G`` and
+    ``-(A^-T G) X^T``."""
 
     @staticmethod
-    def forward(ctx, A: Tensor, B: Tensor) -> Tensor:
-        a, b = _broadcast_pair(A, B, "linalg.solve")
-        try:
-            x = np.linalg.solve(a, b)
-        except np.linalg.LinAlgError:
-            raise_first_failure("torch.linalg.solve", lapack_info("getrf", a), a.ndim > 2,
-                                lambda k: "The solver failed because the input matrix is singular.")
-            raise
+    def forward(ctx, A: Tensor, B: Tensor):
+        _, b = broadcast_pair(A, B, "linalg.solve")
+        x, info = _lapack.solve(A._array, b)
         result = Tensor._make(x)
         if ctx.needs_input_grad:
             ctx.b_shape = B.shape
             ctx.save_for_backward(A, result)
-        return result
+        return result, Tensor._make(info)
 
     @staticmethod
-    def backward(ctx, g: Tensor):
+    def backward(ctx, g: Tensor, _: Any):
         A, X = ctx.saved_tensors
-        gB = Solve.apply(A.mT, g)
+        gB = Solve.apply(A.mT, g)[0]
         gA = sum_to_shape(-(gB @ X.mT), A.shape) if ctx.needs_input_grad[0] else None
         return gA, sum_to_shape(gB, ctx.b_shape) if ctx.needs_input_grad[1] else None
+
+
+def _solve(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Tensor]:
+    """linalg.solve's checks and (X, info); B may be a (batch of) vector(s)."""
+    check_matrix(A, op, square=True, half_kernel="lu_cpu")
+    check_tensor(B, op, "B")
+    if B.ndim == 0:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    check_same_dtype(op, A, B)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    Bm = B.unsqueeze(-1) if vector else B
+    check_system(op, A, Bm, left)
+    X, info = Solve.apply(A, Bm) if left else Solve.apply(A.mT, Bm.mT)
+    X = X if left else X.mT
+    return (X.squeeze(-1) if vector else X), info
+
+
+def _solver_failed(k: int) -> str:
+    return "The solver failed because the input matrix is singular."
 
 
 @with_out
@@ -63,20 +83,42 @@ class Solve(Function):
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """torch.linalg.solve: ``X`` with ``A X = B`` (or ``X A = B`` when ``left=False``); B may be a (batch of)
     vector(s)."""
-    check_matrix(A, "linalg.solve", square=True, half_kernel="lu_cpu")
-    check_tensor(B, "linalg.solve", "B")
-    if B.ndim == 0:
-        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
-    check_same_dtype("linalg.solve", A, B)
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
-    Bm = B.unsqueeze(-1) if vector else B
-    _check_system("linalg.solve", A, Bm, left)
-    X = Solve.apply(A, Bm) if left else Solve.apply(A.mT, Bm.mT).mT
-    return X.squeeze(-1) if vector else X
+    X, info = _solve("linalg.solve", A, B, left)
+    raise_first_failure("torch.linalg.solve", info._array.reshape(-1), info.ndim > 0, _solver_failed)
+    return X
+
+
+@with_out
+@through_host
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> linalg_solve_ex:
+    """torch.linalg.solve_ex: linalg.solve's result and getrf's info per matrix (k > 0: singular, the result
+    inf/nan); ``check_errors`` raises LinAlgError instead."""
+    X, info = _solve("linalg.solve_ex", A, B, left)
+    if check_errors:
+        raise_first_failure("torch.linalg.solve_ex", info._array.reshape(-1), info.ndim > 0, _solver_failed)
+    return linalg_solve_ex(X, info)
+
+
+@with_out
+def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
+    """torch.linalg.tensorsolve: ``X`` with ``tensordot(A, X, X.ndim) = B``, ``X`` of shape ``A.shape[B.ndim:]``
+    (after moving ``dims`` of A to the end): a linear solve of A read as a square matrix."""
+    check_tensor(A, "linalg.tensorsolve")
+    check_tensor(B, "linalg.tensorsolve", "B")
+    if dims is not None:
+        dims = tuple(dims)
+        A = A.movedim(dims, tuple(range(A.ndim - len(dims), A.ndim)))
+    shape = A.shape[B.ndim:]
+    n = math.prod(shape)
+    if n != B.numel() or n * n != A.numel():
+        raise RuntimeError(f"linalg.tensorsolve: Expected prod(A.shape[B.ndim:]) == prod(B.shape) and A to hold a "
+                           f"square matrix of that size, but got {n} != {B.numel()} (A of shape {list(A.shape)}, B of "
+                           f"shape {list(B.shape)})")
+    return solve(A.reshape(n, n), B.reshape(n)).reshape(shape)
 
 
 # ------------------------------------------------------------------------------------------ triangular solve
-def _triangular_solve(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
+def triangular_solve_array(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
     """Batched triangular solve; a zero pivot gives inf/nan as in torch (BLAS trsm), not an error."""
     if b.size == 0:
         return np.empty(b.shape, a.dtype)
@@ -96,8 +138,8 @@ class SolveTriangular(Function):
 
     @staticmethod
     def forward(ctx, A: Tensor, B: Tensor, upper: bool, unitriangular: bool) -> Tensor:
-        a, b = _broadcast_pair(A, B, "linalg.solve_triangular")
-        result = Tensor._make(np.asarray(_triangular_solve(a, b, upper, unitriangular), dtype=a.dtype))
+        a, b = broadcast_pair(A, B, "linalg.solve_triangular")
+        result = Tensor._make(np.asarray(triangular_solve_array(a, b, upper, unitriangular), dtype=a.dtype))
         if ctx.needs_input_grad:
             ctx.upper, ctx.unit, ctx.b_shape = upper, unitriangular, B.shape
             ctx.save_for_backward(A, result)
@@ -120,11 +162,9 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     """torch.linalg.solve_triangular: solve with a triangular ``A`` by substitution (no factorization)."""
     op = "linalg.solve_triangular"
     check_matrix(A, op, square=True)
-    check_tensor(B, op, "B")
-    if B.ndim < 2:
-        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    check_rhs(op, B)
     check_same_dtype(op, A, B)
-    _check_system(op, A, B, left)
+    check_system(op, A, B, left)
     if left:
         return SolveTriangular.apply(A, B, upper, unitriangular)
     return SolveTriangular.apply(A.mT, B.mT, not upper, unitriangular).mT
@@ -155,7 +195,7 @@ class Lstsq(Function):
 
     @staticmethod
     def forward(ctx, A: Tensor, B: Tensor, rcond: float, driver: str):
-        a, b = _broadcast_pair(A, B, "linalg.lstsq")
+        a, b = broadcast_pair(A, B, "linalg.lstsq")
         (m, n), k = a.shape[-2:], b.shape[-1]
         batch = a.shape[:-2]
         fa, fb = a.reshape((-1, m, n)), b.reshape((-1, m, k))
@@ -189,6 +229,7 @@ class Lstsq(Function):
         return gA, gB, None, None
 
 
+@with_out
 @through_host
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> linalg_lstsq:
     """torch.linalg.lstsq: least-squares solutions (CPU default driver 'gelsy'), with residuals, rank and

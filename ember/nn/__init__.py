@@ -1,9 +1,10 @@
-"""``ember.nn``: modules, layers, losses, ``functional``, ``init`` and ``utils``, as in ``torch.nn``."""
+"""``ember.nn``: modules, layers, losses, ``functional``, ``init``, ``utils`` and ``parallel``, as in ``torch.nn``."""
 from __future__ import annotations
 
-from . import functional, init, modules, utils
+from . import functional, init, modules, parallel, utils
+from .parallel import DataParallel
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "utils",
-           *modules.__all__]
+           "parallel", "DataParallel", *modules.__all__]
 globals().update({name: getattr(modules, name) for name in modules.__all__})

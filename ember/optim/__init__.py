@@ -1,7 +1,8 @@
-"""Optimizers (``torch.optim``): parameter groups, state dicts, and fused per-parameter update kernels."""
+"""Optimizers (``torch.optim``): parameter groups, state dicts, fused per-parameter update kernels, lr schedules
+and weight averaging (``swa_utils``)."""
 from __future__ import annotations
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -15,5 +16,5 @@ from .sgd import SGD
 
 __all__ = [
     "Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
-    "lr_scheduler",
+    "lr_scheduler", "swa_utils",
 ]

@@ -55,7 +55,7 @@ def _floating(name: str, input: Any) -> Tensor:
     return ew._as_float(ew._check_tensor(name, input))
 
 
-@with_out
+@with_out(cast=True)
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``; with ``eps``, ``p`` is clamped to [eps, 1 - eps] first (no gradient outside)."""
     p = _floating("logit", input)
@@ -69,7 +69,7 @@ def logit_(self: Tensor, eps: float | None = None) -> Tensor:
     return ew.inplace(self, "logit", lambda s: logit(s, eps))
 
 
-@with_out
+@with_out(cast=True)
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc, ``sin(pi x) / (pi x)``, and 1 at 0 (with gradient 0 there, not NaN)."""
     x = _floating("sinc", input)
@@ -109,7 +109,7 @@ def heaviside_(self: Tensor, values: Tensor) -> Tensor:
     return ew.inplace(self, "heaviside", lambda s: heaviside(s, values))
 
 
-@with_out
+@with_out(cast=True)
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """``input * 2 ** other`` in the promoted dtype made floating (float16 scaled in float32, then rounded once)."""
     ew._check_tensor_operands("ldexp", input, other)

@@ -19,6 +19,7 @@ from ._dispatch import ascontiguous, broadcast_shapes, sum_to_shape
 from .elementwise import _dtype_name, binary, mul, where
 from .matmul import matmul
 from .tensor import Tensor, _wrap_dim
+from .out_arg import with_out
 from .views import diagonal, permute, reshape, squeeze, unsqueeze
 
 
@@ -251,6 +252,7 @@ def _dims_list(value: Any) -> list[int]:
     return [int(v) for v in value]
 
 
+@with_out
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or explicit lists of dims)."""
     if isinstance(dims, Tensor) and dims.ndim == 0 or isinstance(dims, (int, np.integer)):
@@ -287,6 +289,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     return _permuted(x, [term.index(s) for s in free])
 
 
+@with_out
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """Sum of products over the last dims (a scalar factor when either is 0-D)."""
     if input.ndim == 0 or other.ndim == 0:
@@ -297,6 +300,7 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     return tensordot(input, other, ([-1], [-1]))
 
 
+@with_out(cast=True)
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """Kronecker product: every element of ``input`` scales a copy of ``other`` (ranks padded with 1s)."""
     n = max(input.ndim, other.ndim)

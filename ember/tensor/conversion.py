@@ -149,13 +149,17 @@ class CopyInto(Function):
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    """Copy ``src`` (broadcast, cast) into ``self``'s storage."""
+    """Copy ``src`` (broadcast, cast) into ``self``'s storage. With ``non_blocking=True`` a ``src`` on another
+    device first moves over as ``src.to(self.device, non_blocking=True)`` does: from pinned host memory to the GPU
+    that transfer is queued on the current stream, and the copy into ``self`` follows it there."""
     from .elementwise import inplace
 
     if not isinstance(src, Tensor):
         from .creation import tensor
 
         src = tensor(src)
+    if non_blocking and src.device != self.device:
+        src = to(src, self.device, non_blocking=True)
     return inplace(self, "copy", lambda s: CopyInto.apply(s, src))
 
 
@@ -200,6 +204,17 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, dev
 
     return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                 requires_grad=requires_grad)
+
+
+def new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
+                      requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor laid out with ``stride`` (in elements); this tensor's dtype and device by default."""
+    from .views import as_strided
+
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    extent = sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
+    out = as_strided(new_empty(self, max(extent, 0), dtype=dtype, device=device), size, stride).detach()
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,

@@ -6,8 +6,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .._determinism import uninitialized_fill
+from .._user_warnings import warn_user, warn_user_once
 from . import dtypes
-from .device import CPU, allocate, as_device, place
+from .device import CPU, allocate, as_device, factory_device, place
 from .tensor import Size, Tensor
 from .out_arg import with_out
 from .pinned import pinned_copy
@@ -68,10 +70,12 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
            pin_memory: bool = False) -> Tensor:
     """A new tensor that copies ``data`` (nested lists, numbers, NumPy arrays or tensors)."""
     if isinstance(data, Tensor):  # a copy on the tensor's device unless told otherwise
-        dev = data.device if device is None else as_device(device)
+        warn_user("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                  "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).")
+        dev = factory_device(device, data.device)
         dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
         return _finish(place(data._array, dev).astype(dt.np), requires_grad, dev, pin_memory)
-    device = as_device(device)
+    device = factory_device(device)
     array = _to_numpy(data)
     if array.dtype == object or array.dtype.kind not in "biuf":
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
@@ -82,8 +86,8 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor over ``data`` without copying when it already is a tensor or array of that dtype."""
     if isinstance(data, Tensor):
-        return data.to(device=device, dtype=dtype)
-    device = as_device(device)
+        return data.to(device=factory_device(device, data.device), dtype=dtype)
+    device = factory_device(device)
     if device is CPU and isinstance(data, np.ndarray) and (dtype is None or dtypes.to_dtype(dtype).np == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
@@ -101,33 +105,36 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def _filled(size: Sequence[Any], op: str, value: Any, dtype: Any, device: Any, requires_grad: bool,
             pin_memory: bool = False) -> Tensor:
-    device = as_device(device)
+    device = factory_device(device)
     shape = _size_arg(size, op)
     dt = _dtype_or_default(dtype)
+    if value is None:  # empty(): torch's deterministic mode fills it (NaN / the largest integer)
+        value = uninitialized_fill(dt.np)
     return _finish(allocate(shape, dt.np, device, value), requires_grad, device, pin_memory)
 
 
-@with_out
+@with_out(dtype_from_out=True)
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of zeros."""
     return _filled(size, "zeros", 0, dtype, device, requires_grad, pin_memory)
 
 
-@with_out
+@with_out(dtype_from_out=True)
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          layout: Any = None, pin_memory: bool = False) -> Tensor:
     """A tensor of ones."""
     return _filled(size, "ones", 1, dtype, device, requires_grad, pin_memory)
 
 
-@with_out
+@with_out(dtype_from_out=True)
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           memory_format: Any = None, pin_memory: bool = False, layout: Any = None) -> Tensor:
     """An uninitialised tensor."""
     return _filled(size, "empty", None, dtype, device, requires_grad, pin_memory)
 
 
+@with_out(dtype_from_out=True)
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """A tensor filled with ``fill_value``; the dtype follows the value when not given (as in torch)."""
@@ -177,10 +184,11 @@ def _number(x: Any) -> Any:
     return x.item() if isinstance(x, Tensor) else x
 
 
+@with_out(dtype_from_out=True)
 def arange(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     """Values from ``start`` up to (not including) ``end`` every ``step``."""
-    device = as_device(device)
+    device = factory_device(device)
     start, end, step = _number(start), _number(end), _number(step)
     if end is None:
         start, end = 0, start
@@ -199,10 +207,11 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None,
     return _finish(array, requires_grad, device)
 
 
+@with_out(dtype_from_out=True)
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    device = as_device(device)
+    device = factory_device(device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype_or_default(dtype)
@@ -212,10 +221,11 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     return _finish(array.astype(dt.np), requires_grad, device)
 
 
+@with_out(dtype_from_out=True)
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``base`` raised to ``steps`` evenly spaced exponents."""
-    device = as_device(device)
+    device = factory_device(device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _dtype_or_default(dtype)
@@ -223,22 +233,119 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
     return _finish(array.astype(dt.np), requires_grad, device)
 
 
+@with_out(dtype_from_out=True)
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     """The ``n`` x ``m`` identity matrix."""
-    device = as_device(device)
+    device = factory_device(device)
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {min(n, m)}")
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).np), requires_grad, device)
 
 
-def _legacy_constructor(self: Tensor, *args: Any, **kwargs: Any) -> None:
-    """``Tensor(data)`` / ``Tensor(*sizes)``: the default-dtype legacy constructor."""
-    if len(args) == 1 and not isinstance(args[0], int):
-        source = tensor(args[0], dtype=dtypes.get_default_dtype())
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None, layout: Any = None,
+                  device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor of ``size`` with the given element ``stride``s, over a storage just big enough."""
+    from .views import storage_view
+
+    shape = _size_arg((tuple(size),), "empty_strided")
+    strides = tuple(int(s) for s in stride)
+    if len(strides) != len(shape):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of strides "
+                           f"({len(strides)})")
+    if any(s < 0 for s in strides):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and strides="
+                           f"{list(strides)}")
+    needed = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if all(shape) else 0
+    dt, dev = _dtype_or_default(dtype), factory_device(device)
+    if pin_memory and dev.type != "cpu":
+        raise RuntimeError("Only dense CPU tensors can be pinned")
+    storage = allocate((needed,), dt.np, dev, uninitialized_fill(dt.np))
+    if pin_memory:
+        storage = pinned_copy(storage)
+    t = Tensor._make(storage_view(storage, dt.np, shape, strides, 0))
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A 0-d tensor holding the number ``s``, in the default float dtype unless ``dtype`` says otherwise."""
+    value = s.item() if isinstance(s, Tensor) and s.numel() == 1 else s
+    if not isinstance(value, (int, float, np.number, np.bool_)):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
+    dt = _dtype_or_default(dtype)
+    dtypes.check_number_fits(value, dt)
+    return _filled(((),), "scalar_tensor", value, dt, device, requires_grad, pin_memory)
+
+
+_DEFAULT_REQUIRES_GRAD = None  # asarray's "not given": the tensor's own flag (torch 2.13's rule, with a warning)
+
+
+def _asarray_tensor(obj: Tensor, dtype: Any, device: Any, copy: bool | None) -> Tensor:
+    """torch's rules for a tensor: the tensor itself unless a copy is asked for or a dtype/device change needs
+    one (a differentiable copy); ``copy=False`` with a change is a ValueError."""
+    dt = None if dtype is None else dtypes.to_dtype(dtype)
+    dev = None if device is None else as_device(device)
+    wrong_dtype, wrong_device = dt is not None and dt is not obj.dtype, dev is not None and dev != obj.device
+    if copy is False and wrong_device:
+        raise ValueError(f"can't alias tensor from device '{obj.device}' to '{dev}'.")
+    if copy is False and wrong_dtype:
+        raise ValueError(f"can't alias tensor with dtype '{dtypes.SCALAR_TYPE_NAMES[obj.dtype.name]}' into dtype "
+                         f"'{dtypes.SCALAR_TYPE_NAMES[dt.name]}'.")
+    if wrong_dtype or wrong_device:
+        return obj.to(device=dev or obj.device, dtype=dt or obj.dtype, copy=True)
+    if copy:
+        from .conversion import clone
+
+        return clone(obj)
+    return obj
+
+
+def _asarray_buffer(view: memoryview, dtype: Any, copy: bool | None) -> np.ndarray:
+    """The bytes of a buffer-protocol object read as elements of ``dtype`` (default: the default dtype), as
+    torch's frombuffer does. A read-only buffer (``bytes``) is copied: NumPy cannot write through it."""
+    dt = _dtype_or_default(dtype)
+    if view.nbytes % dt.itemsize:
+        raise ValueError(f"buffer length ({view.nbytes} bytes) after offset (0 bytes) must be a multiple of "
+                         f"element size ({dt.itemsize})")
+    array = np.frombuffer(view, dtype=dt.np)
+    return array.copy() if copy or view.readonly else array
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: Any = _DEFAULT_REQUIRES_GRAD) -> Tensor:
+    """``obj`` as a tensor, sharing its memory when it can: a tensor (itself), a NumPy array or a writable
+    buffer of the right dtype on the CPU; sequences and scalars are copied. ``copy=True`` always copies,
+    ``copy=False`` refuses to (ValueError). ``requires_grad`` not given keeps a tensor's own flag (warning when it
+    is set, as torch 2.13); given, it is set on the result (a non-leaf is detached for ``False``)."""
+    if isinstance(obj, Tensor):
+        result = _asarray_tensor(obj, dtype, device, copy)
+    elif isinstance(obj, np.ndarray):
+        if not obj.dtype.isnative:
+            raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                             "between byte orders is currently not supported.")
+        result = _asarray_tensor(from_numpy(obj), dtype, factory_device(device), copy)
+    elif isinstance(obj, np.generic):
+        if copy is False:
+            raise RuntimeError("can't alias NumPy scalars. Either remove copy=False or transform it in a ndarray. ")
+        result = tensor(np.asarray(obj), dtype=dtype, device=device)
     else:
-        source = empty(*args, **kwargs) if args else empty(0)
-    for slot in ("_array", "_version", "_requires_grad", "_grad_fn", "_output_nr", "_grad", "_accumulator",
-                 "_retains_grad", "_base", "_view_fn"):
-        setattr(self, slot, getattr(source, slot))
+        try:
+            view = memoryview(obj)
+        except TypeError:
+            if copy is False:
+                raise ValueError("can't alias arbitrary sequence into a tensor.") from None
+            result = tensor(obj, dtype=dtype, device=device)
+        else:
+            result = _asarray_tensor(from_numpy(_asarray_buffer(view, dtype, copy)), None, factory_device(device),
+                                     None)
+    if requires_grad is _DEFAULT_REQUIRES_GRAD:
+        if result.requires_grad:
+            warn_user_once("asarray", "torch.asarray: unspecified requires_grad now defaults to obj.requires_grad "
+                           "instead of False. Pass requires_grad=False explicitly to get the old behavior and "
+                           "silence this warning.")
+        return result
+    if not requires_grad and not result.is_leaf:
+        return result.detach()
+    return result.requires_grad_(bool(requires_grad))

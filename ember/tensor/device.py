@@ -1,6 +1,11 @@
-"""``ember.device``: where a tensor's storage lives."""
+"""``ember.device``: where a tensor's storage lives, and the default device creation functions use.
+
+The default device is per thread, as in torch: ``ember.set_default_device`` sets it for the calling thread and
+``with ember.device("cuda"):`` changes it inside the block (a new thread starts on the CPU).
+"""
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -17,7 +22,8 @@ class device:
         if isinstance(type, device):
             self.type, self.index, self._hash = type.type, type.index, type._hash
             return
-        if isinstance(type, int):
+        if isinstance(type, int):  # torch's "index of the current accelerator": ember's accelerator is CUDA
+            _require_accelerator()
             type, index = "cuda", type
         if not isinstance(type, str):
             raise TypeError(f"device() expected a string or int, got {type.__class__.__name__}")
@@ -57,6 +63,45 @@ class device:
     def __reduce__(self):
         return (device, (self.type, self.index))
 
+    def __enter__(self) -> "device":
+        """Make this the default device of creation functions until the block ends (as torch's device does)."""
+        _defaults.stack.append(_defaults.device)
+        _defaults.device = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _defaults.device = _defaults.stack.pop()
+
+
+def _require_accelerator() -> None:
+    from .. import cuda
+
+    if not cuda.is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
+class _Defaults(threading.local):
+    """Per thread: the default device of creation functions (None: the CPU) and those ``with device`` replaced."""
+
+    device: "device | None" = None
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_defaults = _Defaults()
+
+
+def set_default(value: Any) -> None:
+    """Make ``value`` (None: the CPU) this thread's default device. Checked for a valid name only: an unusable
+    device (CUDA without a GPU) raises when a tensor is created there, as in torch."""
+    _defaults.device = None if value is None else device(value)
+
+
+def default_device() -> "device":
+    """This thread's default device, with the current CUDA device's index when it names CUDA without one."""
+    return factory_device(None)
+
 
 CPU = device("cpu")
 _CUDA_DEVICES: dict[int, device] = {}
@@ -89,6 +134,15 @@ def as_device(value: Any) -> device:
     if dev.type != "cpu":
         raise RuntimeError(f"ember: device '{dev}' is not available; ember runs tensors on the CPU and CUDA")
     return CPU
+
+
+def factory_device(value: Any, fallback: device = CPU) -> device:
+    """A creation function's ``device=``: ``value``, else this thread's default device, else ``fallback``."""
+    if value is None:
+        value = _defaults.device
+        if value is None:
+            return fallback
+    return as_device(value)
 
 
 def array_device(array: Any) -> device:

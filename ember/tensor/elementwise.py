@@ -21,6 +21,7 @@ from . import dtypes
 from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, on_device, shape_of, \
     sum_to_shape
 from .tensor import Tensor, _check_inplace
+from .out_arg import with_out
 
 # How an op types its result.
 SAME = "same"          # the promoted input dtype (bool stays bool)
@@ -146,6 +147,7 @@ _UNARY_CLASSES = {name: _unary_class(name.capitalize(), *spec) for name, spec in
 _IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
 
 
+@with_out
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - torch's name
     """Round half to even, at ``decimals`` digits after the point (as torch: scale, round, unscale)."""
     if decimals == 0:
@@ -201,11 +203,13 @@ def isinf(x: Tensor) -> Tensor:
     return _predicate(op.ISINF, x, False)
 
 
+@with_out
 def isposinf(x: Tensor) -> Tensor:
     """Which elements are +inf."""
     return _predicate(op.ISPOSINF, x, False)
 
 
+@with_out
 def isneginf(x: Tensor) -> Tensor:
     """Which elements are -inf."""
     return _predicate(op.ISNEGINF, x, False)
@@ -216,6 +220,7 @@ def isfinite(x: Tensor) -> Tensor:
     return _predicate(op.ISFINITE, x, True)
 
 
+@with_out
 def signbit(x: Tensor) -> Tensor:
     """Which elements have the sign bit set (-0.0 included)."""
     if not x.dtype.is_floating_point:
@@ -223,6 +228,7 @@ def signbit(x: Tensor) -> Tensor:
     return _predicate(op.SIGNBIT, x, False)
 
 
+@with_out(cast=True)
 def logical_not(x: Tensor) -> Tensor:
     """Elementwise ``not`` (result is bool)."""
     out = np.empty(x._array.shape, dtype=np.bool_, like=x._array)
@@ -230,6 +236,7 @@ def logical_not(x: Tensor) -> Tensor:
     return Tensor._make(out)
 
 
+@with_out
 def bitwise_not(x: Tensor) -> Tensor:
     """Elementwise bit inversion (logical not for bool)."""
     if x.dtype is dtypes.bool:
@@ -513,6 +520,7 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     return mul(other, bool(alpha) if promoted is dtypes.bool else alpha)
 
 
+@with_out(cast=True)
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``."""
     if type(alpha) is not int or alpha != 1:  # the default costs one test: ``x + y`` comes through here
@@ -520,6 +528,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return binary("add", input, other)
 
 
+@with_out(cast=True)
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
     if type(alpha) is not int or alpha != 1:
@@ -527,11 +536,13 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return binary("sub", input, other)
 
 
+@with_out(cast=True)
 def mul(input: Any, other: Any) -> Tensor:
     """Elementwise product."""
     return binary("mul", input, other)
 
 
+@with_out(cast=True)
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """True division, or ``rounding_mode`` "trunc" / "floor" (integer results stay integer)."""
     if rounding_mode is None:
@@ -545,11 +556,13 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     )
 
 
+@with_out(cast=True)
 def floor_divide(input: Any, other: Any) -> Tensor:
     """Division rounded towards minus infinity (Python's ``//``)."""
     return binary("floor_divide", input, other)
 
 
+@with_out(cast=True)
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch's name
     """``input ** exponent`` with torch's promotion (int ** negative int raises; a Python int exponent that an
     integer tensor's dtype cannot hold raises, as in torch, instead of wrapping)."""
@@ -657,6 +670,7 @@ def _check_clamp_dtype(rdt: dtypes.dtype, lo: Any, hi: Any) -> None:
     raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
+@with_out
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's names
     """Limit values to [min, max] (NaN propagates)."""
     if min is None and max is None:
@@ -703,6 +717,7 @@ def _check_lerp_dtypes(input: Tensor, end: Any, weight: Any) -> None:
                                f"dtype {dtypes.CPP_TYPE_NAMES[other.dtype.name]}")
 
 
+@with_out(cast=True)
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation between ``input`` and ``end``."""
     _check_lerp_dtypes(input, end, weight)
@@ -723,11 +738,13 @@ def _addc(op: str, combine: Callable, input: Tensor, tensor1: Tensor, tensor2: T
     return add(input, combine(t1 if scale == 1 else mul(t1, scale), tensor2.to(wide))).to(dt)
 
 
+@with_out(cast=True)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
     return _addc("addcmul", mul, input, tensor1, tensor2, value)
 
 
+@with_out(cast=True)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``."""
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
@@ -738,6 +755,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     return _addc("addcdiv", div, input, tensor1, tensor2, value)
 
 
+@with_out
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
     if not input.dtype.is_floating_point:
@@ -805,16 +823,19 @@ def _as_float(x: Tensor) -> Tensor:
     return x.to(_float_of(x.dtype))
 
 
+@with_out(cast=True)
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians (integer and bool inputs give the default float dtype)."""
     return mul(_as_float(_check_tensor("deg2rad", input)), math.pi / 180.0)
 
 
+@with_out(cast=True)
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees (integer and bool inputs give the default float dtype)."""
     return mul(_as_float(_check_tensor("rad2deg", input)), 180.0 / math.pi)
 
 
+@with_out(cast=True)
 def angle(input: Tensor) -> Tensor:
     """The argument of each (real) element: pi for negatives, 0 otherwise, NaN kept; a float result."""
     x = _as_float(_check_tensor("angle", input))

@@ -21,7 +21,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd.function import Function
+from .._determinism import alert_not_deterministic
+from ..autograd.function import Function, name_node
 from . import dtypes, views
 from .dtypes import check_number_fits
 from ._dispatch import ascontiguous, backend, broadcast_shapes, copy_array, sum_to_shape
@@ -29,6 +30,7 @@ from .device import CPU, array_device, place
 from .conversion import copy_
 from .elementwise import _dtype_name, inplace, where as _where3
 from .tensor import Tensor, _wrap_dim
+from .out_arg import with_out
 
 Key = tuple  # of slice(None) and int64 ndarrays
 
@@ -42,14 +44,62 @@ def _is_basic(key: Any) -> bool:
     return all(isinstance(i, _BASIC_TYPES) and not isinstance(i, (bool, np.bool_)) for i in items)
 
 
-def _as_items(key: Any) -> tuple:
-    """The key as a tuple of items; a list holding sequences, slices, None or ... is a tuple (torch's legacy rule)."""
-    if isinstance(key, tuple):
-        return key
+def _as_items(key: Any, ndim: int | None = None) -> tuple:
+    """The key as a tuple of items; a list holding sequences, slices, None or ... is a tuple (torch's legacy rule).
+    Given the indexed tensor's ``ndim``, several Ellipses are spelled out as torch reads them."""
     if isinstance(key, list) and len(key) < 32 and any(
             isinstance(i, (Tensor, list, tuple, np.ndarray, slice)) or i is None or i is Ellipsis for i in key):
-        return tuple(key)
-    return (key,)
+        key = tuple(key)
+    if not isinstance(key, tuple):
+        return (key,)
+    if ndim is None or sum(i is Ellipsis for i in key) < 2:
+        return key
+    return _expand_ellipses(key, ndim)
+
+
+def _expand_ellipses(items: tuple, ndim: int) -> tuple:
+    """torch's reading of an index with several Ellipses: each stands for the dims the other items leave (so they
+    may reach past the last dim); a slice from the start with step 1 is a no-op out there (whatever its stop),
+    anything else an IndexError."""
+    counts = [None if i is Ellipsis else _consumed(*_classify(i, True)) for i in items]
+    width = max(ndim - sum(c for c in counts if c is not None), 0)
+    total = sum(width if c is None else c for c in counts)
+    out: list = []
+    dim = 0
+    for item, used in zip(items, counts):
+        if used is None:
+            out += [slice(None)] * max(0, min(width, ndim - dim))
+            dim += width
+        elif dim + used <= ndim:
+            out.append(item)
+            dim += used
+        elif not (isinstance(item, slice) and item.start in (None, 0) and item.step in (None, 1)):
+            raise IndexError(f"too many indices for tensor of dimension {ndim} (got {total}: each single ellipsis "
+                             f"stands for {width} dims here)")
+    return tuple(out)
+
+
+def _type_name(value: Any) -> str:
+    """A type's name as torch's messages spell it: ``list``, ``numpy.float32``."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _sequence_array(item: Any) -> np.ndarray:
+    """A list, tuple, range or NumPy array used as an index, as an array; torch's errors for what is no number."""
+    try:
+        arr = np.asarray(list(item) if isinstance(item, range) else item)
+    except ValueError as e:
+        raise ValueError(f"expected sequence of equal-length sequences as an index: {e}") from None
+    if arr.dtype.kind in "US":
+        if isinstance(item, np.ndarray):
+            raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. The only supported "
+                            "types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+        raise TypeError(f"new(): invalid data type '{_type_name(arr.reshape(-1)[0].item())}'")
+    if arr.dtype.kind == "O":
+        odd = next(v for v in arr.reshape(-1) if not isinstance(v, (int, float, bool, np.number)))
+        raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
+    return arr
 
 
 def _classify(item: Any, ints_select: bool) -> tuple[str, Any]:
@@ -58,8 +108,8 @@ def _classify(item: Any, ints_select: bool) -> tuple[str, Any]:
         return "none", None
     if item is Ellipsis:
         return "ellipsis", None
-    if isinstance(item, (bool, np.bool_)):
-        return "bool", bool(item)
+    if isinstance(item, bool):  # a NumPy bool scalar is no index in torch
+        return "bool", item
     if isinstance(item, (int, np.integer)):
         return "int", int(item)
     if isinstance(item, slice):
@@ -75,15 +125,18 @@ def _classify(item: Any, ints_select: bool) -> tuple[str, Any]:
         if arr.ndim == 0 and ints_select:
             return "int", int(arr)
         return "index", arr.astype(np.int64, copy=False)
-    if isinstance(item, (list, tuple, np.ndarray)):
-        arr = np.asarray(item)
-        if arr.dtype == np.bool_:
-            return ("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr)
-        if arr.dtype.kind in "iu" or arr.size == 0:
-            return "index", arr.astype(np.int64)
-        raise IndexError(_INDEX_ERROR)
+    if isinstance(item, (list, tuple, range, np.ndarray)):
+        arr = _sequence_array(item)
+        if arr.dtype == np.bool_ or (arr.dtype == np.uint8 and isinstance(item, np.ndarray)):  # as a uint8 tensor
+            return ("bool", bool(arr)) if arr.ndim == 0 else ("mask", arr.astype(np.bool_, copy=False))
+        if arr.ndim == 0 and ints_select and arr.dtype.kind in "iu":  # a 0-d array is an int, as a 0-d tensor
+            return "int", int(arr)
+        # torch turns a sequence (not a tensor) into a long index tensor, truncating floats
+        return "index", arr.astype(np.int64)
+    if isinstance(item, str):  # torch reads a string as a sequence of characters
+        raise TypeError("new(): invalid data type 'str'")
     raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
-                     f"indices (got {type(item).__name__})")
+                     f"indices (got {_type_name(item)})")
 
 
 def _consumed(kind: str, value: Any) -> int:
@@ -97,9 +150,14 @@ def split_key(shape: tuple[int, ...], key: Any, ints_select: bool = True) -> tup
     when there are no index arrays. Advanced arrays come back broadcast-checked,
     bounds-checked and non-negative.
     """
-    items = [_classify(i, ints_select) for i in _as_items(key)]
-    if sum(kind == "ellipsis" for kind, _ in items) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+    basic, adv, sizes = _split_unchecked(shape, key, ints_select)
+    return basic, (None if adv is None else _bounds_checked(adv, sizes))
+
+
+def _split_unchecked(shape: tuple[int, ...], key: Any, ints_select: bool) -> tuple[tuple | None, Key | None, list]:
+    """``split_key`` before the advanced arrays' bounds check: (basic, advanced, the dim size each array indexes
+    (None: always in range)); ``x[key] = value`` checks the value in between, as torch does."""
+    items = [_classify(i, ints_select) for i in _as_items(key, len(shape))]
     consumed = sum(_consumed(kind, v) for kind, v in items)
     if consumed > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
@@ -150,19 +208,39 @@ def split_key(shape: tuple[int, ...], key: Any, ints_select: bool = True) -> tup
         basic.append(Ellipsis)  # so an all-integer basic key gives a 0-d view, not a NumPy scalar
     arrays = [a for a in adv if isinstance(a, np.ndarray)]
     if not arrays:
-        return (None if trivial else tuple(basic)), None
+        return (None if trivial else tuple(basic)), None, sizes
     try:
         np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                          + ", ".join(str(list(a.shape)) for a in arrays)) from None
-    for ordinal, (a, size) in enumerate(zip(arrays, sizes)):
-        if size is not None:
-            arrays[ordinal] = check_range(a, size, lambda v, o=ordinal, n=size: IndexError(
-                f"index {v} is out of bounds for dimension {o} with size {n}"))
-    it = iter(arrays)
-    adv = [next(it) if isinstance(a, np.ndarray) else a for a in adv]
-    return (None if trivial else tuple(basic)), tuple(adv)
+    return (None if trivial else tuple(basic)), tuple(adv), sizes
+
+
+def _read_checked(base_shape: tuple[int, ...], adv: Key, sizes: list) -> Key:
+    """``_bounds_checked`` unless ``base[adv]`` is empty: torch checks an index when it reads through it, so an
+    empty result checks none (``x[[9], :0]`` is fine)."""
+    return adv if _empty_result(base_shape, adv) is not None else _bounds_checked(adv, sizes)
+
+
+def _empty_result(shape: tuple[int, ...], key: Key) -> tuple[int, ...] | None:
+    """The shape of ``a[key]`` (``a`` of ``shape``) when it has no elements, else None."""
+    if math.prod(shape) and all(a.size for a in key if isinstance(a, np.ndarray)):
+        return None
+    result = _indexed_shape(shape, key)
+    return result if math.prod(result) == 0 else None
+
+
+def _bounds_checked(adv: Key, sizes: list) -> Key:
+    """The advanced key with every index array checked against the dim size it indexes, negatives wrapped."""
+    arrays = iter(sizes)
+    checked = []
+    for ordinal, a in enumerate(i for i in adv if isinstance(i, np.ndarray)):
+        size = next(arrays)
+        checked.append(a if size is None else check_range(a, size, lambda v, o=ordinal, n=size: IndexError(
+            f"index {v} is out of bounds for dimension {o} with size {n}")))
+    found = iter(checked)
+    return tuple(next(found) if isinstance(a, np.ndarray) else a for a in adv)
 
 
 def check_range(index: np.ndarray, size: int, error: Callable[[int], Exception], wrap: bool = True) -> np.ndarray:
@@ -198,6 +276,9 @@ class IndexGet(Function):
     @staticmethod
     def forward(ctx, x: Tensor, key: Key):
         ctx.key, ctx.shape = key, x.shape
+        empty = _empty_result(x.shape, key)
+        if empty is not None:  # reads nothing: the key's indices may be unchecked (see _read_checked)
+            return np.empty(empty, dtype=x._array.dtype, like=x._array)
         return ascontiguous(x._array[key])
 
     @staticmethod
@@ -211,13 +292,12 @@ class IndexPut(Function):
     @staticmethod
     def forward(ctx, x: Tensor, values: Tensor, key: Key, accumulate: bool):
         target = _indexed_shape(x.shape, key)
-        try:
-            vals = np.broadcast_to(values._array.astype(x._array.dtype, copy=False), target)
-        except ValueError:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to "
-                               f"indexing result of shape {list(target)}") from None
+        _check_value_shape(values.shape, target)
+        vals = np.broadcast_to(values._array.astype(x._array.dtype, copy=False), target)
         out = copy_array(x._array)
-        if accumulate:
+        if math.prod(target) == 0:  # writes nothing (the key may be unchecked, see _read_checked)
+            pass
+        elif accumulate:
             backend(x).scatter("sum", out.reshape(-1), _positions(x.shape, key), vals)
         else:
             out[key] = vals
@@ -235,6 +315,17 @@ class IndexPut(Function):
         return gx, gv, None, None
 
 
+def _check_value_shape(shape: tuple[int, ...], target: tuple[int, ...]) -> None:
+    """torch's RuntimeError when values of ``shape`` do not broadcast to the indexing result's ``target`` shape."""
+    try:
+        fits = np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(shape)} cannot be broadcast to indexing "
+                           f"result of shape {list(target)}")
+
+
 def _value_tensor(value: Any, dt: dtypes.dtype) -> Tensor:
     """``value`` (number, sequence or tensor) as a tensor of dtype ``dt``; a tensor keeps its graph."""
     if isinstance(value, Tensor):
@@ -244,40 +335,56 @@ def _value_tensor(value: Any, dt: dtypes.dtype) -> Tensor:
     return Tensor._make(np.asarray(np.asarray(value).astype(dt.np)))
 
 
-def _basic_view_key(key: Any) -> tuple:
+def _basic_view_key(key: Any, ndim: int) -> tuple:
     """A basic key with a trailing Ellipsis, so that all-integer keys give 0-d views rather than NumPy scalars."""
-    items = key if isinstance(key, tuple) else (key,)
+    items = _as_items(key, ndim)
     return items if any(i is Ellipsis for i in items) else items + (Ellipsis,)
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]``: a view for basic keys, a copy when the key holds index arrays or masks (torch's rules)."""
     if _is_basic(key):
-        return views.getitem(x, _basic_view_key(key))
-    basic, adv = split_key(x.shape, key)
+        return views.getitem(x, _basic_view_key(key, x.ndim))
+    basic, adv, sizes = _split_unchecked(x.shape, key, True)
     base = x if basic is None else views.getitem(x, basic)
-    return base if adv is None else IndexGet.apply(base, adv)
+    return base if adv is None else IndexGet.apply(base, _read_checked(base.shape, adv, sizes))
+
+
+# what ``x[key] = value`` takes: tensors and Python numbers (NumPy integers and float64, a float, convert too)
+_ASSIGNABLE = (Tensor, bool, int, float, np.integer)
+
+
+def _check_assignable(x: Tensor, value: Any) -> None:
+    if not isinstance(value, _ASSIGNABLE):
+        raise TypeError(f"can't assign a {_type_name(value)} to a {x.type()}")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and not -2**63 <= int(value) < 2**63:
+        raise ValueError("Overflow when unpacking long long")
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value``: cast to ``x``'s dtype, broadcast, written in place; differentiable in both."""
-    if isinstance(value, (int, float, np.number)):
+    _check_assignable(x, value)
+    if not isinstance(value, Tensor):
         check_number_fits(value, x.dtype)  # torch converts the value before it looks at the key
+    if key is False:  # torch writes nothing and checks nothing more
+        return
     if x._array.size == 0:  # nothing to write: only check the key and the value
         getitem(x, key)
         _check_put_value(x, key, value)
         return
     value = _drop_leading_ones(value)
     if _is_basic(key):
-        views.setitem(x, _basic_view_key(key), value)
+        views.setitem(x, _basic_view_key(key, x.ndim), value)
         return
-    basic, adv = split_key(x.shape, key)
+    basic, adv, sizes = _split_unchecked(x.shape, key, True)
     _check_put_value(x, key, value)
     target = x if basic is None else views.getitem(x, basic)
     if adv is None:
         copy_(target, value)
         return
     values = _drop_leading_ones(_value_tensor(value, x.dtype))
+    _check_value_shape(values.shape, _indexed_shape(target.shape, adv))  # before the bounds, as in torch
+    adv = _read_checked(target.shape, adv, sizes)
     inplace(target, "index_put", lambda s: IndexPut.apply(s, values, adv, False))
 
 
@@ -296,22 +403,31 @@ def _is_index_item(item: Any) -> bool:
     sequence."""
     if isinstance(item, Tensor):
         return not (item.ndim == 0 and item.dtype in (dtypes.int64, dtypes.int32))
-    return isinstance(item, (list, tuple, np.ndarray))
+    if isinstance(item, np.ndarray):
+        return not (item.ndim == 0 and item.dtype.kind in "iu")
+    return isinstance(item, (list, tuple, range))
+
+
+def _array_of(item: Any) -> np.ndarray:
+    return item._array if isinstance(item, Tensor) else np.asarray(item)
 
 
 def _is_mask(item: Any) -> bool:
+    arr = _array_of(item)
     if isinstance(item, Tensor):
-        return item.ndim > 0 and item.dtype in (dtypes.bool, dtypes.uint8)
-    return np.asarray(item).dtype == np.bool_
+        return arr.ndim > 0 and arr.dtype in (np.bool_, np.uint8)
+    return arr.dtype == np.bool_ or (arr.dtype == np.uint8 and isinstance(item, np.ndarray))
 
 
 def _check_put_value(x: Tensor, key: Any, value: Any) -> None:
     """Through index_put torch takes a value tensor only in ``x``'s dtype. Numbers cast, and so does a one-element
-    value under a single mask (torch fills it with masked_fill)."""
-    if not isinstance(value, Tensor) or value.dtype is x.dtype:
-        return
-    indices = [item for item in _as_items(key) if _is_index_item(item)]
-    if indices and not (value.numel() == 1 and len(indices) == 1 and _is_mask(indices[0])):
+    value under a single mask (torch fills it with masked_fill, which takes no uint8 mask)."""
+    # a bool inside a tuple goes through index_put too (``x[True]`` alone is a view's copy)
+    indices = [item for item in _as_items(key) if _is_index_item(item) or (isinstance(item, bool) and item is not key)]
+    filled = len(indices) == 1 and (not isinstance(value, Tensor) or value.numel() == 1) and _is_mask(indices[0])
+    if filled and _array_of(indices[0]).dtype == np.uint8:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+    if indices and not filled and isinstance(value, Tensor):
         _check_put_dtype(x, value)
 
 
@@ -370,6 +486,7 @@ def _index_select_range_error(x: Tensor) -> Callable[[int, int, int], Exception]
     return error
 
 
+@with_out
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The slices of ``input`` at ``index`` along ``dim`` (a copy; duplicates allowed; no negative indices)."""
     d, key = _vector_key("index_select", input, dim, index, IndexError, wrap=False,
@@ -379,7 +496,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         if key[-1].size != 1:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {key[-1].size} value(s)")
         return IndexGet.apply(input.reshape(1), key).reshape(())
-    return IndexGet.apply(input, key)
+    return name_node(IndexGet.apply(input, key), "IndexSelectBackward0")
 
 
 def _check_source(op: str, x: Tensor, d: int, key: Key, source: Tensor, error: type, count_message: str) -> None:
@@ -392,6 +509,7 @@ def _check_source(op: str, x: Tensor, d: int, key: Key, source: Tensor, error: t
                            f"Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
 
 
+@with_out
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """``input`` with ``alpha * source`` slices added at ``index`` along ``dim`` (duplicates accumulate)."""
     _check_same_dtype(input, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
@@ -411,6 +529,7 @@ def _index_put_flat(x: Tensor, values: Tensor, key: Key, accumulate: bool) -> Te
     return IndexPut.apply(x, values, key, accumulate)
 
 
+@with_out
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
     _check_same_dtype(input, source, "index_copy_(): self and source expected to have the same dtype, but got "
@@ -472,6 +591,7 @@ def _flat_mask(op: str, input: Tensor, mask: Tensor) -> tuple[tuple[int, ...], T
     return shape, flat, (place(positions, CPU),)  # keys are host metadata, as everywhere in this module
 
 
+@with_out
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where ``mask`` holds (broadcast together), as a 1-D copy."""
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool:
@@ -503,6 +623,7 @@ def _flat_key(op: str, x: Tensor, index: Tensor) -> Key:
         f"out of range: tried to access index {v} on a tensor of {n} elements.")),)
 
 
+@with_out
 def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of ``input`` seen as 1-D, at ``index`` (result has ``index``'s shape)."""
     return IndexGet.apply(input.reshape(-1), _flat_key("take", input, index)).reshape(index.shape)
@@ -517,6 +638,8 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     if source.dtype is not input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
                            f"{_dtype_name(input.dtype)} and source.dtype = {_dtype_name(source.dtype)}")
+    if not accumulate:  # which duplicate wins is unspecified in torch: no deterministic put_ there
+        alert_not_deterministic("put_")
     flat_key = (key[0].reshape(-1),)
     return IndexPut.apply(input.reshape(-1), source.reshape(-1), flat_key, bool(accumulate)).reshape(input.shape)
 
@@ -570,6 +693,7 @@ class Gather(Function):
         return scatter_add(g.new_zeros(ctx.shape), ctx.dim, ctx.index, g), None, None, None
 
 
+@with_out
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """Values of ``input`` picked along ``dim`` by ``index`` (same rank; result has ``index``'s shape)."""
     d, arr = _check_along("gather", input, dim, index, None)
@@ -706,6 +830,7 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, reduce: 
 _LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
 
 
+@with_out
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """``input`` with ``src`` (a tensor, or the number ``value``) written along ``dim`` at ``index``."""
@@ -718,11 +843,13 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     return _scatter("scatter", input, dim, index, src, _LEGACY_REDUCE.get(reduce, "assign"), True)
 
 
+@with_out
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src`` added along ``dim`` at ``index`` (duplicates accumulate)."""
     return _scatter("scatter_add", input, dim, index, src, "sum", True)
 
 
+@with_out
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """``input`` with ``src`` reduced (sum, prod, mean, amax, amin) into it along ``dim`` at ``index``."""
@@ -731,6 +858,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     return _scatter("scatter_reduce", input, dim, index, src, reduce, bool(include_self))
 
 
+@with_out
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """``gather`` with ``input`` and ``indices`` broadcast except along ``dim`` (flattened when dim is None)."""
     if dim is None:
@@ -749,6 +877,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
 
 
 # ----------------------------------------------------------------------------- nonzero
+@with_out
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
     arr = input._array
@@ -764,6 +893,7 @@ def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
 
 
+@with_out
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     """``input`` where ``condition`` else ``other``; with only ``condition``, ``nonzero(condition, as_tuple=True)``."""
     if input is None and other is None:

@@ -13,11 +13,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from . import dtypes
 from ._dispatch import broadcast_shapes
 from .conversion import clone
-from .device import CPU, as_device, place
+from .device import CPU, factory_device, place
 from .elementwise import _dtype_name, binary, inplace
 from .indexing import index_add
 from .tensor import Tensor, _wrap_dim
@@ -90,6 +90,7 @@ class Cat(Function):
         return (None, None, *grads)
 
 
+@with_out(cast=True)
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join tensors along an existing dim; mixed dtypes are promoted as torch does."""
     tensors = _tensor_list("cat", tensors)
@@ -115,6 +116,7 @@ concat = cat
 concatenate = cat
 
 
+@with_out(cast=True)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dim."""
     tensors = _tensor_list("stack", tensors)
@@ -125,7 +127,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if t.shape != tensors[0].shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at "
                                f"entry 0 and {list(t.shape)} at entry {i}")
-    return Cat.apply(d, _promoted(tensors), *(unsqueeze(t, d) for t in tensors))
+    return name_node(Cat.apply(d, _promoted(tensors), *(unsqueeze(t, d) for t in tensors)), "StackBackward0")
 
 
 def atleast_1d(*tensors: Tensor) -> Any:
@@ -155,11 +157,13 @@ def _stack_family(op: str, tensors: Any, lift: Callable, dim: Callable[[list[Ten
     return cat(lifted, dim(lifted))
 
 
+@with_out(cast=True)
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Join column-wise (dim 1), or along dim 0 for 1-D tensors."""
     return _stack_family("hstack", tensors, atleast_1d, lambda ts: 0 if ts[0].ndim == 1 else 1)
 
 
+@with_out(cast=True)
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Join row-wise after making every tensor at least 2-D."""
     return _stack_family("vstack", tensors, atleast_2d, lambda ts: 0)
@@ -168,11 +172,13 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
 row_stack = vstack
 
 
+@with_out(cast=True)
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Join depth-wise (dim 2) after making every tensor at least 3-D."""
     return _stack_family("dstack", tensors, atleast_3d, lambda ts: 2)
 
 
+@with_out(cast=True)
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Join as columns: 0-D and 1-D tensors become (n, 1) columns first."""
     return _stack_family("column_stack", tensors, lambda t: reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t,
@@ -418,11 +424,13 @@ def _triangle(input: Tensor, diagonal: int, lower: bool) -> Tensor:
     return Triangle.apply(input, int(diagonal), lower)
 
 
+@with_out
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """Zero the elements above the ``diagonal``-th diagonal of the last two dims."""
     return _triangle(input, diagonal, True)
 
 
+@with_out
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """Zero the elements below the ``diagonal``-th diagonal of the last two dims."""
     return _triangle(input, diagonal, False)
@@ -444,7 +452,7 @@ def _triangle_indices(row: int, col: int, offset: int, dtype: Any, device: Any, 
             raise RuntimeError(f"{name} must be non-negative, got{n}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     rows, cols = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
-    return Tensor._make(place(np.stack([rows, cols]).astype(dt.np).reshape(2, -1), as_device(device)))
+    return Tensor._make(place(np.stack([rows, cols]).astype(dt.np).reshape(2, -1), factory_device(device)))
 
 
 @with_out
@@ -540,6 +548,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     return DiagEmbed.apply(input, int(offset), d1, d2)
 
 
+@with_out
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D -> a square matrix with ``input`` on a diagonal; 2-D -> a copy of one diagonal."""
     if input.ndim == 1:
@@ -592,6 +601,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- differences
+@with_out(cast=True)
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
     """The n-th forward difference along ``dim`` (``ne`` for bool), after joining ``prepend``/``append``."""

@@ -6,11 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
 from ._dispatch import backend, broadcast_shapes, sum_to_shape
 from .elementwise import _dtype_name
 from .creation import zeros
 from .tensor import Tensor
+from .out_arg import with_out
 
 
 def _check_tensors(name: str, a: Any, b: Any) -> None:
@@ -96,6 +97,7 @@ def _mixed_dtype_bmm(name: str, a: Tensor, b: Tensor, shape: tuple[int, ...], k:
     return zeros(shape, dtype=b.dtype, device=b.device)
 
 
+@with_out
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """torch.matmul: dot, matrix-vector, matrix-matrix or broadcast batched product by the operands' ranks."""
     _check_tensors("matmul", input, other)
@@ -112,10 +114,13 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim == 1:
         return MatMul.apply(input.unsqueeze(0), other).squeeze(-2)
     if other.ndim == 1:
-        return MatMul.apply(input, other.unsqueeze(-1)).squeeze(-1)
-    return MatMul.apply(input, other)
+        product = MatMul.apply(input, other.unsqueeze(-1)).squeeze(-1)
+        return name_node(product, "MvBackward0") if input.ndim == 2 else product
+    product = MatMul.apply(input, other)
+    return product if input.ndim == 2 and other.ndim == 2 else name_node(product, "UnsafeViewBackward0")
 
 
+@with_out
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices."""
     _check_pair("mm", input, mat2)
@@ -124,6 +129,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return MatMul.apply(input, mat2)
 
 
+@with_out
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two batches of matrices of the same batch size."""
     _check_tensors("bmm", input, mat2)
@@ -139,6 +145,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return MatMul.apply(input, mat2)
 
 
+@with_out
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
     _check_pair("dot", input, other)
@@ -150,9 +157,10 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
             "same number of elements, but got "
             f"{input.shape[0]} and {other.shape[0]} elements respectively"
         )
-    return MatMul.apply(input.unsqueeze(0), other.unsqueeze(-1)).reshape(())
+    return name_node(MatMul.apply(input.unsqueeze(0), other.unsqueeze(-1)).reshape(()), "DotBackward0")
 
 
+@with_out
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix times vector."""
     _check_pair("mv", input, vec)
@@ -161,6 +169,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
+@with_out(cast=True)
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """Outer product of two vectors."""
     if input.ndim != 1 or vec2.ndim != 1:
@@ -168,6 +177,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 
+@with_out
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _check_tensors("addmm", mat1, mat2)
@@ -182,4 +192,4 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
         product = product * alpha
     if beta == 0:
         return product
-    return product + (input if beta == 1 else input * beta)
+    return name_node(product + (input if beta == 1 else input * beta), "AddmmBackward0")

@@ -5,13 +5,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import closeness, composite, contractions, conversion, elementwise as ew, indexing, joins, matmul as mm, \
-    nan_reduce, pinned, random_ops, reduce as red, sorting, views
+from . import closeness, composite, contractions, conversion, elementwise as ew, indexing, joins, legacy_types, \
+    matmul as mm, nan_reduce, pinned, predicates, quantile, random_ops, reduce as red, scatter_views, \
+    shape_utils, sorting, splits, view_copies, views
 from .tensor import Tensor
 
 
 def _method(fn: Callable, name: str) -> Callable:
-    """``fn`` as a method: plain functions bind directly (no extra call frame), others get a wrapper."""
+    """``fn`` as a method: plain functions bind directly (no extra call frame), others get a wrapper. A function
+    given ``out=`` binds without it (torch's methods take none)."""
+    fn = getattr(fn, "without_out", fn)
     if getattr(fn, "__name__", None) == name and getattr(fn, "__code__", None) is not None:
         return fn
 
@@ -20,6 +23,7 @@ def _method(fn: Callable, name: str) -> Callable:
 
     method.__name__ = name
     method.__doc__ = fn.__doc__
+    method.__wrapped__ = fn  # its signature: the argument guard names fn's parameters (and their NumPy aliases)
     return method
 
 
@@ -65,7 +69,7 @@ def bind() -> None:
     for name in ew.UNARY_OPS:
         setattr(Tensor, name, _unary_method(name))
         setattr(Tensor, name + "_", _unary_inplace(name))
-    Tensor.round = ew.round
+    Tensor.round = _method(ew.round, "round")
 
     binaries = {
         "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "pow": ew.pow, "floor_divide": ew.floor_divide,
@@ -115,6 +119,10 @@ def bind() -> None:
         "select": views.select, "unbind": views.unbind, "split": views.split, "chunk": views.chunk,
         "movedim": views.movedim, "moveaxis": views.movedim, "diagonal": views.diagonal, "unfold": views.unfold,
         "as_strided": views.as_strided, "contiguous": views.contiguous,
+        # in-place view ops: the tensor object itself changes shape (torch's names)
+        "unsqueeze_": views.unsqueeze_, "squeeze_": views.squeeze_, "t_": views.t_, "transpose_": views.transpose_,
+        "swapdims_": views.transpose_, "swapaxes_": views.transpose_, "as_strided_": views.as_strided_,
+        "resize_": views.resize_, "resize_as_": views.resize_as_, "set_": views.set_,
         # products
         "matmul": mm.matmul, "mm": mm.mm, "bmm": mm.bmm, "dot": mm.dot, "mv": mm.mv, "outer": mm.outer,
         "addmm": mm.addmm,
@@ -125,6 +133,7 @@ def bind() -> None:
         "copy_": conversion.copy_, "fill_": conversion.fill_, "zero_": conversion.zero_,
         "new_zeros": conversion.new_zeros, "new_ones": conversion.new_ones, "new_empty": conversion.new_empty,
         "new_full": conversion.new_full, "new_tensor": conversion.new_tensor,
+        "new_empty_strided": conversion.new_empty_strided,
     }.items():
         setattr(Tensor, name, _method(fn, name))
     Tensor.clamp_ = _method(lambda self, min=None, max=None: ew.inplace(
@@ -152,13 +161,17 @@ def bind() -> None:
     Tensor.is_pinned = _method(pinned.is_pinned, "is_pinned")
     from .. import linalg
 
-    for module in (sorting, linalg, indexing, joins, contractions, closeness, composite, nan_reduce):
+    for module in (sorting, linalg, indexing, joins, contractions, closeness, composite, nan_reduce, legacy_types,
+                   quantile, splits, shape_utils, scatter_views, view_copies, predicates):
         for name, fn in module.TENSOR_METHODS.items():
             setattr(Tensor, name, _method(fn, name))
+    from ..linalg.norms import dist
+
+    Tensor.dist = _method(dist, "dist")
     Tensor.T = property(views.full_transpose)
     Tensor.mT = property(views.matrix_transpose)
-    Tensor.H = Tensor.T
-    Tensor.mH = Tensor.mT
+    Tensor.H = property(views.conj_transpose)
+    Tensor.mH = property(views.matrix_adjoint)
     _bind_operators()
 
 

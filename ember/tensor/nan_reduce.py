@@ -6,6 +6,7 @@ from typing import Any
 from ..autograd.function import Function
 from . import elementwise as ew, reduce as red
 from .tensor import Tensor
+from .out_arg import with_out
 
 
 class ZeroNans(Function):
@@ -27,11 +28,13 @@ def _zero_nans(input: Tensor) -> Tensor:
     return ZeroNans.apply(input) if input.dtype.is_floating_point else input
 
 
+@with_out(dtype_from_out=True)
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``dim`` (all when None) counting NaN as zero; integers sum in int64, as ``sum``."""
     return red.sum(_zero_nans(input), dim, keepdim, dtype=dtype)
 
 
+@with_out(dtype_from_out=True)
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean over ``dim`` of the elements that are not NaN (NaN where every element is); floating inputs only."""
     if not input.dtype.is_floating_point:

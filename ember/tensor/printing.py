@@ -222,7 +222,7 @@ def tensor_repr(t: Any) -> str:
         fmt = _ElementFormat(_shown_sample(array, summarize), bool(t.dtype.is_floating_point))
         body = _format_block(array, len(_PREFIX), summarize, fmt)
     if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{t.grad_fn.name().rpartition('::')[2]}>")  # without torch::autograd::, as torch
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _append_suffixes(_PREFIX + body, suffixes, len(_PREFIX))

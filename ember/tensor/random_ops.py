@@ -34,10 +34,11 @@ import numpy as np
 from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
-from .device import CPU, allocate, as_device, place
+from .device import CPU, allocate, as_device, factory_device, place
 from .elementwise import _check_no_internal_overlap
 from .memory_format import empty_in_format, preserve_format
 from .tensor import Tensor, _check_inplace
+from .out_arg import with_out
 
 # torch's ScalarType names (kernel dispatch messages) and C++ type names (range messages).
 _TYPE_NAMES = {
@@ -436,17 +437,21 @@ def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: Any) -> tuple[Any,
     return allocate(shape, dtype.np, dev), dev
 
 
+@with_out(dtype_from_out=True)
 def rand(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Uniform values in [0, 1), in the default float dtype unless ``dtype`` says otherwise."""
-    array = _new(_parse_size("rand", shape, size), _resolve_dtype(dtype, dtypes.get_default_dtype()), device)
+    array = _new(_parse_size("rand", shape, size), _resolve_dtype(dtype, dtypes.get_default_dtype()),
+                 factory_device(device))
     return _sample("rand", array, requires_grad, generator, _fill_uniform, 0.0, 1.0)
 
 
+@with_out(dtype_from_out=True)
 def randn(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal values, in the default float dtype unless ``dtype`` says otherwise."""
-    array = _new(_parse_size("randn", shape, size), _resolve_dtype(dtype, dtypes.get_default_dtype()), device)
+    array = _new(_parse_size("randn", shape, size), _resolve_dtype(dtype, dtypes.get_default_dtype()),
+                 factory_device(device))
     return _sample("randn", array, requires_grad, generator, _fill_normal, 0.0, 1.0)
 
 
@@ -468,6 +473,7 @@ def _low_high(op: str, args: tuple, low: Any, high: Any) -> tuple[Any, Any]:
     return (0 if low is None else low), high
 
 
+@with_out(dtype_from_out=True)
 def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None, generator: Any = None,
             dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Integers in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``; int64 by default."""
@@ -478,10 +484,11 @@ def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None, gen
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
     low, high = _low_high("randint", args, low, high)
-    array = _new(_parse_size("randint", (size,)), _resolve_dtype(dtype, dtypes.int64), device)
+    array = _new(_parse_size("randint", (size,)), _resolve_dtype(dtype, dtypes.int64), factory_device(device))
     return _sample("randint", array, requires_grad, generator, _fill_integers, low, high)
 
 
+@with_out(dtype_from_out=True)
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of 0..n-1 (int64 by default; float dtypes hold it while exact).
@@ -492,7 +499,7 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = _resolve_dtype(dtype, dtypes.int64)
-    device = as_device(device)
+    device = factory_device(device)
     if dt is dtypes.bool:
         raise NotImplementedError("\"randperm\" not implemented for 'Bool' (randperm)")
     if dt.is_floating_point:
@@ -505,6 +512,7 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     return _finish(place(perm, device), requires_grad)
 
 
+@with_out(cast="unsafe")
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     """Normal samples with torch's overloads.
@@ -520,6 +528,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
             raise TypeError("normal(): with float mean and std a size is required: normal(mean, std, size)")
         if not isinstance(size, (tuple, list)):
             raise TypeError(f"normal(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+        # not factory_device: torch's normal is no factory of the default device (it stays on the CPU)
         array = _new(_parse_size("normal", (size,)), _resolve_dtype(dtype, dtypes.get_default_dtype()), device)
         return _sample("normal", array, requires_grad, generator, _fill_normal, mean, std)
     if size is not None or dtype is not None:
@@ -532,6 +541,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     return _sample("normal", target, requires_grad, generator, _fill_normal, mean, std)
 
 
+@with_out(cast="unsafe")
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
     """0/1 draws shaped and typed like ``input``: 1 with probability ``input`` (or ``p`` when given)."""
     array = _empty_like("bernoulli", input, None, None, preserve_format)
@@ -541,6 +551,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -
     return _sample("bernoulli", array, False, generator, _fill_bernoulli, p)
 
 
+@with_out
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
     """Category indices drawn from each row of (unnormalised) probabilities ``input``.
 

@@ -3,23 +3,23 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
 
 from .. import opcodes as op
-from ..autograd.function import Function
+from ..return_types import return_type
+from ..autograd.function import Function, name_node
 from . import dtypes
 from ._dispatch import backend, compute_dtype
 from .tensor import Tensor, _wrap_dim
+from .out_arg import with_out
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
-max_result = namedtuple("max", ["values", "indices"])
-min_result = namedtuple("min", ["values", "indices"])
-median_result = namedtuple("median", ["values", "indices"])
-cummax_result = namedtuple("cummax", ["values", "indices"])
-cummin_result = namedtuple("cummin", ["values", "indices"])
+max_result = return_type("max", ["values", "indices"])
+min_result = return_type("min", ["values", "indices"])
+median_result = return_type("median", ["values", "indices"])
+cummax_result = return_type("cummax", ["values", "indices"])
+cummin_result = return_type("cummin", ["values", "indices"])
 
 _ALL_DIMS = object()  # prod's default: torch refuses an explicit ``dim=None``
 
@@ -88,15 +88,17 @@ def _sum_dtype(x: Tensor, dtype: Any) -> dtypes.dtype:
     return x.dtype if x.dtype.is_floating_point else dtypes.int64
 
 
+@with_out(dtype_from_out=True)
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     """Sum of elements over ``dim`` (all when None)."""
     dims = reduce_dims(input, dim, "sum")
     out_dt = _sum_dtype(input, dtype)
     if dtype is not None and out_dt is not input.dtype:
         input = input.to(out_dt)
-    return Sum.apply(input, dims, keepdim, out_dt)
+    return name_node(Sum.apply(input, dims, keepdim, out_dt), "SumBackward0" if dim is None else "SumBackward1")
 
 
+@with_out(dtype_from_out=True)
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Arithmetic mean over ``dim``; floating dtypes only, as in torch."""
     out_dt = dtypes.to_dtype(dtype) if dtype is not None else input.dtype
@@ -110,7 +112,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     acc_dt = _accumulation_dtype(out_dt)
     total = sum(input if acc_dt is input.dtype else input.to(acc_dt), dims, keepdim)
     result = total / count if count else total * float("nan")
-    return result.to(out_dt)
+    return name_node(result.to(out_dt), "MeanBackward0" if dim is None else "MeanBackward1")
 
 
 def _torch_name(dt: dtypes.dtype) -> str:
@@ -149,6 +151,7 @@ class Prod(_ReductionSavingOutput):
         return g * grad, None, None, None, None
 
 
+@with_out(dtype_from_out=True)
 def prod(input: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Product of elements over one dim (or all, when ``dim`` is not given)."""
     if dim is not _ALL_DIMS and not hasattr(dim, "__index__"):
@@ -182,6 +185,7 @@ def _check_nonempty(x: Tensor, dims: tuple[int, ...], name: str) -> None:
         raise IndexError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero size.")
 
 
+@with_out
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Maximum over dims (NaN propagates)."""
     dims = reduce_dims(input, dim, "amax")
@@ -189,6 +193,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return Extreme.apply(input, op.R_MAX, dims, keepdim, input.dtype)
 
 
+@with_out
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Minimum over dims (NaN propagates)."""
     dims = reduce_dims(input, dim, "amin")
@@ -241,6 +246,7 @@ def _arg_extreme(input: Tensor, code: int, dim: Any, keepdim: bool, name: str):
     return ArgExtreme.apply(input, code, d, keepdim)
 
 
+@with_out(cast=True)
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - torch's name
     """The largest element, or (values, indices) along ``dim``; with a tensor, the elementwise maximum."""
     if isinstance(dim, Tensor):
@@ -253,6 +259,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return max_result(*_arg_extreme(input, op.A_MAX, dim, keepdim, "max"))
 
 
+@with_out(cast=True)
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - torch's name
     """The smallest element, or (values, indices) along ``dim``; with a tensor, the elementwise minimum."""
     if isinstance(dim, Tensor):
@@ -277,6 +284,7 @@ def _check_not_bool(input: Tensor, name: str) -> None:
         raise RuntimeError(f"{name}(): does not support bool input")
 
 
+@with_out
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum (in the flattened tensor when ``dim`` is None)."""
     _check_not_bool(input, "argmax")
@@ -287,6 +295,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     return _arg_extreme(input, op.A_MAX, dim, keepdim, "argmax")[1]
 
 
+@with_out
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum (in the flattened tensor when ``dim`` is None)."""
     _check_not_bool(input, "argmin")
@@ -302,11 +311,13 @@ def _logical(code: int, input: Tensor, dim: Any, keepdim: bool, name: str, out_d
     return Tensor._make(_reduce_array(code, input, dims, keepdim, out_dt))
 
 
+@with_out
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether every element is nonzero (bool result; uint8 stays uint8 as in torch)."""
     return _logical(op.R_ALL, input, dim, keepdim, "all", dtypes.uint8 if input.dtype is dtypes.uint8 else dtypes.bool)
 
 
+@with_out
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether some element is nonzero."""
     return _logical(op.R_ANY, input, dim, keepdim, "any", dtypes.uint8 if input.dtype is dtypes.uint8 else dtypes.bool)
@@ -349,12 +360,14 @@ def _round_to(result: Tensor, dt: dtypes.dtype) -> Tensor:
         return result.to(dt)
 
 
+@with_out(cast=True)
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Variance over dims with Bessel's correction by default (``correction=1``)."""
     return _round_to(_variance(input, dim, unbiased, keepdim, correction, "var"), input.dtype)
 
 
+@with_out(cast=True)
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     """Standard deviation: the square root of ``var``."""
@@ -419,10 +432,14 @@ class PNorm(Function):
 
         x, y, g = _norm_backward_operands(ctx, g)
         power = ctx.p - 1
-        grad = g * x.sign() * x.abs().pow(power) / where(y == 0, 1.0, y).pow(power)
+        scale = x.abs().pow(power)
+        if power < 0:  # p < 1: 0 ** (p - 1) is inf at a zero element, whose gradient is 0 (as torch)
+            scale = where(x == 0, 0.0, scale)
+        grad = g * x.sign() * scale / where(y == 0, 1.0, y).pow(power)
         return where(y == 0, 0.0, grad), None, None, None
 
 
+@with_out
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Vector p-norm over dims (``"fro"`` and 2 are the Euclidean norm)."""
     _float_input(input, "linalg.vector_norm")
@@ -471,6 +488,7 @@ def _scaled_by_max(input: Tensor, dims: tuple[int, ...], keepdim: bool, norm_of:
     return result * (scale if keepdim or not dims else scale.squeeze(dims))
 
 
+@with_out(cast=True)
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over dims, computed stably (shifted by the maximum)."""
     from .elementwise import where
@@ -559,16 +577,19 @@ def _scan(input: Tensor, code: int, dim: int, dtype: Any, name: str) -> Tensor:
     return Scan.apply(input, code, d, out_dt)
 
 
+@with_out(dtype_from_out=True)
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sum along ``dim`` (integers accumulate in int64)."""
     return _scan(input, op.S_SUM, dim, dtype, "cumsum")
 
 
+@with_out(dtype_from_out=True)
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running product along ``dim``."""
     return _scan(input, op.S_PROD, dim, dtype, "cumprod")
 
 
+@with_out
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """Running ``log(sum(exp(x)))`` along ``dim``, computed stably (floating inputs only)."""
     _wrap_dim(dim, input.ndim, "logcumsumexp")  # torch checks the dim before the dtype
@@ -577,6 +598,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     return _scan(input, op.S_LOGSUMEXP, dim, None, "logcumsumexp")
 
 
+@with_out
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median (of all elements, or (values, indices) along ``dim``)."""
     if dim is None:

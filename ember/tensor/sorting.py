@@ -11,27 +11,28 @@ size depends on the data, as torch's CUDA unique also synchronises for).
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import opcodes as op
-from ..autograd.function import Function
+from ..return_types import return_type
+from ..autograd.function import Function, name_node
 from . import dtypes
 from ._dispatch import ascontiguous, backend
 from .device import CPU, place
 from .indexing import scatter_add
 from .reduce import _torch_name, amax, amin, cummax_result, cummin_result
 from .tensor import Tensor, _wrap_dim
+from .out_arg import with_out
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "mode", "cummax", "cummin", "unique",
            "unique_consecutive", "searchsorted", "bucketize", "bincount", "histc", "isin"]
 
-sort_result = namedtuple("sort", ["values", "indices"])
-topk_result = namedtuple("topk", ["values", "indices"])
-kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
-mode_result = namedtuple("mode", ["values", "indices"])
+sort_result = return_type("sort", ["values", "indices"])
+topk_result = return_type("topk", ["values", "indices"])
+kthvalue_result = return_type("kthvalue", ["values", "indices"])
+mode_result = return_type("mode", ["values", "indices"])
 
 
 def _kernel(name: str, *operands: Any) -> Callable:
@@ -75,11 +76,13 @@ class Selected(Function):
         return (grad.reshape(()) if ctx.scalar else grad), None, None, None, None
 
 
-def _select(x: Tensor, dim: int, size: int, keepdim: bool, run: Callable) -> tuple[Tensor, Tensor]:
-    """Run a selection kernel whose outputs have ``size`` along ``dim``."""
+def _select(x: Tensor, dim: int, size: int, keepdim: bool, run: Callable, node: str) -> tuple[Tensor, Tensor]:
+    """Run a selection kernel whose outputs have ``size`` along ``dim`` (``node``: torch's name of its graph
+    node)."""
     arr_shape = x.shape if x.ndim else (1,)
     shape = tuple(size if i == dim else n for i, n in enumerate(arr_shape))
-    return Selected.apply(x, run, dim, shape, keepdim)
+    values, indices = Selected.apply(x, run, dim, shape, keepdim)
+    return name_node(values, node), indices
 
 
 def _dim_size(x: Tensor, dim: int) -> int:
@@ -87,6 +90,7 @@ def _dim_size(x: Tensor, dim: int) -> int:
 
 
 # ------------------------------------------------------------------ sort family
+@with_out
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
     """Values sorted along ``dim`` and their original positions; NaN sorts as the largest value.
 
@@ -95,19 +99,22 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
     d = _wrap_dim(dim, input.ndim, "sort")
     run = _kernel("sort", input)
     return sort_result(*_select(input, d, _dim_size(input, d), True,
-                                lambda a, v, i: run(a, d, bool(descending), v, i)))
+                                lambda a, v, i: run(a, d, bool(descending), v, i), "SortBackward0"))
 
 
+@with_out
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     """The positions that sort ``input`` along ``dim`` (``sort(...).indices``)."""
     return sort(input, dim, descending, stable=stable).indices
 
 
+@with_out
 def msort(input: Tensor) -> Tensor:
     """``input`` sorted along its first dim."""
     return sort(input, 0).values
 
 
+@with_out
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim`` with their positions, in sorted order."""
     d = _wrap_dim(dim, input.ndim, "topk")
@@ -117,7 +124,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError(f"selected index k out of range (topk with k={k} on shape {list(input.shape)}, dim {d})")
     k = k if input.ndim else 1  # torch gives a 0-d tensor's only element even for k=0
     run = _kernel("topk", input)
-    return topk_result(*_select(input, d, k, True, lambda a, v, i: run(a, k, d, bool(largest), v, i)))
+    return topk_result(*_select(input, d, k, True, lambda a, v, i: run(a, k, d, bool(largest), v, i),
+                                "TopkBackward0"))
 
 
 def _check_orderable(input: Tensor, name: str) -> None:
@@ -125,6 +133,7 @@ def _check_orderable(input: Tensor, name: str) -> None:
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
 
 
+@with_out
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     """The ``k``-th smallest element (1-based) along ``dim`` and its position; NaN counts as the largest."""
     d = _wrap_dim(dim, input.ndim, "kthvalue")
@@ -134,29 +143,35 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "
                            f"(k={k}, shape {list(input.shape)})")
     kern = _kernel("kthvalue", input)
-    return kthvalue_result(*_select(input, d, 1, keepdim, lambda a, v, i: kern(a, k, d, v, i) if a.size else None))
+    return kthvalue_result(*_select(input, d, 1, keepdim, lambda a, v, i: kern(a, k, d, v, i) if a.size else None,
+                                    "KthvalueBackward0"))
 
 
+@with_out
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The smallest most frequent value along ``dim`` and its last position (torch's tie rules)."""
     d = _wrap_dim(dim, input.ndim, "mode")
     if _dim_size(input, d) == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     kern = _kernel("mode", input)
-    return mode_result(*_select(input, d, 1, keepdim, lambda a, v, i: kern(a, d, v, i) if a.size else None))
+    return mode_result(*_select(input, d, 1, keepdim, lambda a, v, i: kern(a, d, v, i) if a.size else None,
+                                "ModeBackward0"))
 
 
 def _cumulative(input: Tensor, code: int, dim: int, name: str) -> tuple[Tensor, Tensor]:
     d = _wrap_dim(dim, input.ndim, name)
     kern = _kernel("scan_indices", input)
-    return _select(input, d, _dim_size(input, d), True, lambda a, v, i: kern(code, a, d, v, i) if a.size else None)
+    return _select(input, d, _dim_size(input, d), True, lambda a, v, i: kern(code, a, d, v, i) if a.size else None,
+                   name.capitalize() + "Backward0")
 
 
+@with_out
 def cummax(input: Tensor, dim: int) -> Any:
     """Running maximum along ``dim`` and where it was last reached (NaN propagates)."""
     return cummax_result(*_cumulative(input, op.S_MAX, dim, "cummax"))
 
 
+@with_out
 def cummin(input: Tensor, dim: int) -> Any:
     """Running minimum along ``dim`` and where it was last reached (NaN propagates)."""
     return cummin_result(*_cumulative(input, op.S_MIN, dim, "cummin"))
@@ -272,6 +287,7 @@ def _check_sorter(sorter: Tensor, boundaries: Tensor) -> None:
             raise RuntimeError("torch.searchsorted(): sorter index out of range")
 
 
+@with_out
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False, right: bool = False,
                  side: str | None = None, sorter: Tensor | None = None) -> Tensor:
     """Where each value would be inserted into the innermost dim of ``sorted_sequence`` to keep it sorted."""
@@ -312,6 +328,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     return Tensor._make(out.reshape(values.shape))
 
 
+@with_out
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
     """The bucket of each element: i with ``boundaries[i-1] < x <= boundaries[i]`` (``<=``/``<`` when right)."""
     if not isinstance(boundaries, Tensor) or boundaries.ndim != 1:
@@ -345,6 +362,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     return Tensor._make(out)
 
 
+@with_out
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
     """Counts in ``bins`` equal-width bins over [min, max] (the data's range when min == max); values outside
     are ignored. Floating inputs only, result in the input's dtype."""
@@ -367,6 +385,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     return Tensor._make(out)
 
 
+@with_out
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
     """Whether each of ``elements`` equals some element of ``test_elements`` (either may be a number)."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..autograd.function import AccumulateGrad, RemovableHandle
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import INFERENCE_BLOCKS as _INFERENCE_BLOCKS, _state as _modes, is_grad_enabled
 from ..cpu_kernels.layout import root_array
 from . import dtypes
 from .device import CPU, array_device, as_device
@@ -21,9 +21,42 @@ class _Version:
     """One counter per storage, shared by all its views; in-place ops bump it."""
 
     __slots__ = ("value",)
+    inference = False  # whether the storage's tensors are inference tensors
 
     def __init__(self) -> None:
         self.value = 0
+
+
+class _InferenceVersion(_Version):
+    """The counter of a storage made in ``inference_mode``: its tensors are inference tensors, which torch lets
+    no one change in place outside inference mode."""
+
+    __slots__ = ("_count",)
+    inference = True
+
+    @property
+    def value(self) -> int:
+        return self._count
+
+    @value.setter
+    def value(self, count: int) -> None:
+        if not _modes.inference:
+            raise RuntimeError(_INFERENCE_INPLACE)
+        self._count = count
+
+
+_INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
+    "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+)
+
+
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+    "access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information."
+)
 
 
 class Tensor:
@@ -36,9 +69,9 @@ class Tensor:
     __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from .creation import _legacy_constructor
+        from .legacy_types import construct_into
 
-        _legacy_constructor(self, *args, **kwargs)
+        construct_into(self, *args, **kwargs)
 
     @classmethod
     def _make(cls, array: np.ndarray, requires_grad: bool = False, version: _Version | None = None,
@@ -47,7 +80,8 @@ class Tensor:
         t = object.__new__(cls)
         # NumPy ufuncs return scalars for 0-d inputs; a tensor always holds a real (0-d) array
         t._array = array if type(array) is np.ndarray or hasattr(array, "__ember_device_array__") else np.asarray(array)
-        t._version = version if version is not None else _Version()
+        t._version = version if version is not None else (
+            _InferenceVersion() if _INFERENCE_BLOCKS[0] and _modes.inference else _Version())
         t._requires_grad = requires_grad
         t._grad_fn = None
         t._output_nr = 0
@@ -146,18 +180,21 @@ class Tensor:
 
         return is_contiguous_as(self._array, memory_format)
 
-    def type(self, dtype: Any = None) -> Any:
-        """The legacy type name (``torch.FloatTensor``), or a cast when ``dtype`` is given."""
-        if dtype is None:
-            return _LEGACY_NAMES[self.dtype.name]
-        if isinstance(dtype, str) and dtype in _LEGACY_BY_NAME:
-            dtype = _LEGACY_BY_NAME[dtype]
-        return self.to(dtypes.to_dtype(dtype))
+    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
+        """The legacy type name (``torch.FloatTensor``), or a conversion when a type or dtype is given."""
+        from .legacy_types import tensor_type
+
+        return tensor_type(self, dtype, non_blocking)
 
     # -- autograd state ----------------------------------------------------------
     @property
     def grad(self) -> "Tensor | None":
-        """The gradient that backward accumulated into this tensor (None until then)."""
+        """The gradient that backward accumulated into this tensor (None until then). Reading it on a non-leaf
+        that does not retain its gradient warns, as torch does: backward never fills it."""
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            from .._user_warnings import warn_user
+
+            warn_user(_NON_LEAF_GRAD)
         return self._grad
 
     @grad.setter
@@ -185,6 +222,8 @@ class Tensor:
             return self
         if requires_grad and not self.dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad and self._version.inference and not _modes.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -207,6 +246,10 @@ class Tensor:
     @property
     def _version_value(self) -> int:
         return self._version.value
+
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor: made in ``inference_mode`` (or a view of one)."""
+        return self._version.inference
 
     def _grad_accumulator(self) -> AccumulateGrad:
         if self._accumulator is None:
@@ -416,21 +459,16 @@ def _check_assigned_grad(t: Tensor, grad: Any) -> None:
                            f"'{list(t.shape)}'. Please ensure that the gradient and the tensor are the same size")
 
 
-_LEGACY_NAMES = {
-    "float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
-    "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
-    "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
-}
-_LEGACY_BY_NAME = {v: dtypes._BY_NAME[k] for k, v in _LEGACY_NAMES.items()}
-
-
 def is_tensor(obj: Any) -> bool:
     """Whether ``obj`` is an ember Tensor."""
     return isinstance(obj, Tensor)
 
 
 def _check_inplace(t: Tensor, op: str) -> None:
-    """torch's rule: a leaf that requires grad (or a view of one) cannot change in place in grad mode."""
+    """torch's rules: an inference tensor changes in place only in inference mode; a leaf that requires grad (or a
+    view of one) cannot change in place in grad mode."""
+    if t._version.inference and not _modes.inference:
+        raise RuntimeError(_INFERENCE_INPLACE)
     if not is_grad_enabled():
         return
     if t._requires_grad and t._grad_fn is None:

@@ -13,11 +13,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd.function import Function
+from ..autograd.function import Function, name_node
+from .._user_warnings import warn_user_once
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from . import dtypes
 from .device import CPU, place
 from ._dispatch import backend, on_device, sum_to_shape
-from .tensor import Size, Tensor, _wrap_dim
+from .tensor import Size, Tensor, _check_inplace, _wrap_dim
 
 ViewFn = Callable[[np.ndarray], np.ndarray]
 
@@ -75,9 +77,11 @@ class EmbedIntoView(Function):
         return make_view(gg, ctx.view_fn, None), None, None, None
 
 
-def make_view(x: Tensor, view_fn: ViewFn, grad_fn: Callable | None) -> Tensor:
-    """Apply a view op to ``x``; ``grad_fn=None`` means 'scatter the gradient back into zeros'."""
-    return View.apply(x, view_fn, grad_fn)
+def make_view(x: Tensor, view_fn: ViewFn, grad_fn: Callable | None, node: str | None = None) -> Tensor:
+    """Apply a view op to ``x``; ``grad_fn=None`` means 'scatter the gradient back into zeros'. ``node`` is torch's
+    name of the view op's graph node (``ViewBackward0`` when None)."""
+    out = View.apply(x, view_fn, grad_fn)
+    return out if node is None else name_node(out, node)
 
 
 class CopySlices(Function):
@@ -215,16 +219,21 @@ def squeeze(x: Tensor, dim: Any = None) -> Tensor:
         dims = tuple(i for i, n in enumerate(x.shape) if n == 1)
     else:
         dims = tuple(_wrap_dim(d, x.ndim, "squeeze") for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+        for i, d in enumerate(dims):
+            if d in dims[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         dims = tuple(d for d in dims if x.ndim and x.shape[d] == 1)
+    node = "SqueezeBackward0" if dim is None else "SqueezeBackward2" if isinstance(dim, (tuple, list)) else \
+        "SqueezeBackward1"
     if not dims:
-        return make_view(x, lambda a: a.view(), _reshape_grad(x.shape))
-    return make_view(x, lambda a: np.squeeze(a, axis=dims), _reshape_grad(x.shape))
+        return make_view(x, lambda a: a.view(), _reshape_grad(x.shape), node)
+    return make_view(x, lambda a: np.squeeze(a, axis=dims), _reshape_grad(x.shape), node)
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim``."""
     d = _wrap_dim(dim, x.ndim + 1, "unsqueeze")
-    return make_view(x, lambda a: np.expand_dims(a, d), _reshape_grad(x.shape))
+    return make_view(x, lambda a: np.expand_dims(a, d), _reshape_grad(x.shape), "UnsqueezeBackward0")
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
@@ -240,34 +249,61 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     if len(set(order)) != len(order):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     inverse = tuple(np.argsort(order))
-    return make_view(x, lambda a: a.transpose(order), lambda g: g.permute(inverse))
+    return make_view(x, lambda a: a.transpose(order), lambda g: g.permute(inverse), "PermuteBackward0")
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
     d0, d1 = _wrap_dim(dim0, x.ndim, "transpose"), _wrap_dim(dim1, x.ndim, "transpose")
     if x.ndim == 0:
-        return make_view(x, lambda a: a.view(), _reshape_grad(x.shape))
-    return make_view(x, lambda a: np.swapaxes(a, d0, d1), lambda g: g.transpose(d0, d1))
+        return make_view(x, lambda a: a.view(), _reshape_grad(x.shape), "TransposeBackward0")
+    return make_view(x, lambda a: np.swapaxes(a, d0, d1), lambda g: g.transpose(d0, d1), "TransposeBackward0")
 
 
 def t(x: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dims."""
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return transpose(x, 0, 1) if x.ndim == 2 else make_view(x, lambda a: a.view(), _reshape_grad(x.shape))
+    if x.ndim == 2:
+        return name_node(transpose(x, 0, 1), "TBackward0")
+    return make_view(x, lambda a: a.view(), _reshape_grad(x.shape), "TBackward0")
 
 
-def matrix_transpose(x: Tensor) -> Tensor:
-    """Swap the last two dims (``.mT``)."""
+def matrix_transpose(x: Tensor, name: str = "mT") -> Tensor:
+    """Swap the last two dims (``.mT``; ``.mH``, the same on real tensors, names itself in the error)."""
     if x.ndim < 2:
-        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got "
+                           f"{x.ndim}-D tensor.")
     return transpose(x, -2, -1)
 
 
+def matrix_adjoint(x: Tensor) -> Tensor:
+    """``.mH``: the conjugate transpose of the last two dims (the transpose, on real tensors)."""
+    return matrix_transpose(x, "mH")
+
+
 def full_transpose(x: Tensor) -> Tensor:
-    """Reverse all dims (``.T``)."""
+    """Reverse all dims (``.T``); torch deprecates it on tensors that are not 2-D (a warning, once)."""
+    if x.ndim not in (0, 2):
+        warn_user_once("T", "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                        "deprecated and it will throw an error in a future release. Consider `x.mT` to transpose "
+                        "batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                        "dimensions of a tensor.")
+    if x.ndim == 0:
+        warn_user_once("T0", "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
     return permute(x, tuple(range(x.ndim - 1, -1, -1)))
+
+
+def conj_transpose(x: Tensor) -> Tensor:
+    """``.H``: the conjugate transpose of a matrix (the transpose, on real tensors); a 0-D tensor is itself
+    (deprecated: a warning, once), other ranks are torch's RuntimeError."""
+    if x.ndim == 0:
+        warn_user_once("H0", "Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
+        return x
+    if x.ndim != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {x.ndim}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if x.ndim > 2 else ""))
+    return transpose(x, 0, 1)
 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
@@ -295,7 +331,7 @@ def expand(x: Tensor, *sizes: Any) -> Tensor:
         target.append(n)
     target = tuple(target)
     shape = x.shape
-    return make_view(x, lambda a: _broadcast_view(a, target), lambda g: sum_to_shape(g, shape))
+    return make_view(x, lambda a: _broadcast_view(a, target), lambda g: sum_to_shape(g, shape), "ExpandBackward0")
 
 
 def _broadcast_view(a: Any, shape: tuple[int, ...]) -> Any:
@@ -331,7 +367,7 @@ def narrow(x: Tensor, dim: int, start: Any, length: int) -> Tensor:
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     index = (slice(None),) * d + (slice(start, start + length),)
-    return make_view(x, lambda a: a[index], None)
+    return make_view(x, lambda a: a[index], None, "SliceBackward0")
 
 
 def select(x: Tensor, dim: int, index: int) -> Tensor:
@@ -345,13 +381,13 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(x.shape)} at dimension {d}")
     i %= size
     key = (slice(None),) * d + (i, Ellipsis)  # the Ellipsis keeps a 0-d result an array view, not a scalar
-    return make_view(x, lambda a: a[key], None)
+    return make_view(x, lambda a: a[key], None, "SelectBackward0")
 
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """All slices along ``dim`` as views."""
     d = _wrap_dim(dim, x.ndim, "unbind")
-    return tuple(select(x, d, i) for i in range(x.shape[d]))
+    return tuple(name_node(select(x, d, i), "UnbindBackward0") for i in range(x.shape[d]))
 
 
 def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
@@ -370,9 +406,10 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
                 f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
                 f"{d}), but got split_sizes={sizes}"
             )
+    node = "SplitBackward0" if isinstance(split_size_or_sections, int) else "SplitWithSizesBackward0"
     out, start = [], 0
     for n in sizes:
-        out.append(narrow(x, d, start, n))
+        out.append(name_node(narrow(x, d, start, n), node))
         start += n
     return tuple(out)
 
@@ -435,7 +472,7 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
         origin = a[tuple(slice(s, None) for s in start)] if length else a
         return strided_view(origin, shape, strides)
 
-    return make_view(x, fn, None)
+    return make_view(x, fn, None, "DiagonalBackward0")
 
 
 def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
@@ -457,7 +494,8 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
     overlapping = step < size
     in_shape = x.shape
-    return make_view(x, fn, (lambda g: EmbedIntoView.apply(g, in_shape, fn, True)) if overlapping else None)
+    return make_view(x, fn, (lambda g: EmbedIntoView.apply(g, in_shape, fn, True)) if overlapping else None,
+                     "UnfoldBackward0")
 
 
 def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
@@ -471,12 +509,8 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
     if any(n < 0 for n in size):
         raise RuntimeError(f"as_strided: Storage size calculation overflowed with sizes={list(size)} and strides="
                            f"{list(stride)}")
-    base, _ = _root(x)
-    offset = x.storage_offset() if storage_offset is None else int(storage_offset)
-    root = base._array
-    while isinstance(getattr(root, "base", None), np.ndarray) and root.base.size >= root.size:
-        root = root.base
-    capacity = root.size if type(root) is np.ndarray else root.buffer.size
+    owner, capacity, x_offset = storage_of(x)
+    offset = x_offset if storage_offset is None else int(storage_offset)
     needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
     if needed > capacity:
         raise RuntimeError(
@@ -484,21 +518,54 @@ def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_of
             f"{x.element_size()} requiring a storage size of {needed * x.element_size()} are out of bounds for "
             f"storage of size {capacity * x.element_size()}"
         )
-    item = x.element_size()
-    x_offset = x.storage_offset()
+    forward_array, dt = x._array, x._array.dtype
 
     def fn(a: np.ndarray) -> np.ndarray:
-        if type(a) is not np.ndarray:  # device storage: element strides, offsets into the buffer
-            return a.as_strided(size, stride, offset) if a is x._array else a.reshape(-1)[offset:].as_strided(
-                size, stride)
-        flat = np.lib.stride_tricks.as_strided(a, (capacity - x_offset,), (item,)) if a is x._array else None
-        start = flat if flat is not None else a.reshape(-1)
-        return np.lib.stride_tricks.as_strided(start[offset - x_offset:] if flat is not None else start[offset:],
-                                               size, tuple(s * item for s in stride))
+        if a is forward_array:  # the view itself: absolute positions in the storage
+            return storage_view(owner, dt, size, stride, offset)
+        # replayed on an array of the base's shape (gradients, in-place rebasing): its flat order is the storage
+        flat = a.reshape(-1)[offset:]
+        if type(a) is not np.ndarray:
+            return flat.as_strided(size, stride)
+        return np.lib.stride_tricks.as_strided(flat, size, tuple(s * a.itemsize for s in stride))
 
     x_positions = _storage_positions(x.shape, x.stride(), x_offset)
     view_positions = _storage_positions(size, stride, offset)
-    return make_view(x, fn, lambda g: MovePositions.apply(g, view_positions, x_positions, capacity))
+    return make_view(x, fn, lambda g: MovePositions.apply(g, view_positions, x_positions, capacity),
+                     "AsStridedBackward0")
+
+
+def _owner(a: np.ndarray) -> np.ndarray:
+    """The ndarray whose memory ``a`` sees (through NumPy's as_strided, which leaves a DummyArray in the chain)."""
+    while True:
+        b = a.base
+        if isinstance(b, np.ndarray):
+            a = b
+        elif hasattr(b, "__array_interface__") and isinstance(getattr(b, "base", None), np.ndarray):
+            a = b.base
+        else:
+            return a
+
+
+def storage_of(x: Tensor) -> tuple[Any, int, int]:
+    """``x``'s storage: what holds its memory (a host ndarray or the device storage), the storage's size in
+    elements of ``x``'s dtype, and ``x``'s offset in it."""
+    a = x._array
+    if type(a) is not np.ndarray:
+        return a, a.buffer.size, a.offset
+    owner = _owner(a)
+    if not owner.nbytes:
+        return owner, 0, 0
+    return owner, owner.nbytes // a.itemsize, (a.__array_interface__["data"][0]
+                                                - owner.__array_interface__["data"][0]) // a.itemsize
+
+
+def storage_view(owner: Any, dt: np.dtype, shape: Sequence[int], strides: Sequence[int], offset: int) -> Any:
+    """The array of ``shape`` and ``strides`` (in elements) from element ``offset`` of storage ``owner``."""
+    if type(owner) is not np.ndarray:
+        return owner.as_strided(shape, strides, offset)
+    item = np.dtype(dt).itemsize
+    return np.ndarray(tuple(shape), dt, buffer=owner, offset=offset * item, strides=tuple(s * item for s in strides))
 
 
 def _storage_positions(shape: tuple[int, ...], strides: Sequence[int], offset: int) -> np.ndarray:
@@ -526,6 +593,144 @@ class MovePositions(Function):
     @staticmethod
     def backward(ctx, gg: Tensor):
         return MovePositions.apply(gg, ctx.dst, ctx.src, ctx.capacity), None, None, None
+
+
+# ----------------------------------------------------------------------------- in place: shape and storage
+def _become(x: Tensor, view: Tensor) -> Tensor:
+    """``x`` takes ``view``'s geometry and its place in the graph: torch's in-place view ops change the tensor
+    object itself. A view stays a view of the same base; the version counter is bumped once."""
+    x._array = view._array
+    if x._view_fn is not None:
+        x._base, x._view_fn = view._base, view._view_fn
+    if view._grad_fn is not None:
+        x._grad_fn, x._output_nr = view._grad_fn, view._output_nr
+    x._version.value += 1
+    return x
+
+
+def _inplace_view(x: Tensor, op: str, make: Callable[[Tensor], Tensor]) -> Tensor:
+    _check_inplace(x, op)
+    return _become(x, make(x))
+
+
+def unsqueeze_(x: Tensor, dim: int) -> Tensor:
+    """``unsqueeze`` applied to ``x`` itself."""
+    return _inplace_view(x, "unsqueeze_", lambda v: unsqueeze(v, dim))
+
+
+def squeeze_(x: Tensor, dim: Any = None) -> Tensor:
+    """``squeeze`` (all size-1 dims, one, or a tuple of them) applied to ``x`` itself."""
+    return _inplace_view(x, "squeeze_", lambda v: squeeze(v, dim))
+
+
+def transpose_(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``transpose`` applied to ``x`` itself (also ``swapdims_`` and ``swapaxes_``)."""
+    return _inplace_view(x, "transpose_", lambda v: transpose(v, dim0, dim1))
+
+
+def t_(x: Tensor) -> Tensor:
+    """``t`` applied to ``x`` itself (at most 2 dims)."""
+    if x.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return _inplace_view(x, "t_", t)
+
+
+def as_strided_(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
+    """``as_strided`` applied to ``x`` itself: new sizes and strides over the same storage."""
+    return _inplace_view(x, "as_strided_", lambda v: as_strided(v, size, stride, storage_offset))
+
+
+def dense_strides(shape: Sequence[int], memory_format: Any = None) -> tuple[int, ...]:
+    """The strides (in elements) of a dense tensor of ``shape`` in ``memory_format`` (contiguous by default)."""
+    from .memory_format import contiguous_format, dim_order, preserve_format
+
+    if memory_format is preserve_format:
+        raise RuntimeError("Unsupported memory format. Supports only ChannelsLast, ChannelsLast3d, Contiguous")
+    strides, step = [0] * len(shape), 1
+    for d in reversed(dim_order(memory_format or contiguous_format, len(shape))):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def resize_storage(x: Tensor, shape: tuple[int, ...], memory_format: Any = None) -> None:
+    """Give ``x`` the dense ``shape`` (strides of ``memory_format``) at its storage offset, keeping the storage's
+    contents in order.
+
+    The storage grows when too small (new elements are uninitialised). ember has no shared storage object:
+    after growing, other tensors that viewed the old storage keep the old one.
+    """
+    strides = dense_strides(shape, memory_format)
+    if shape == x.shape and (memory_format is None or strides == x.stride()):
+        return  # torch keeps the strides of a tensor that already has the size
+    owner, capacity, offset = storage_of(x)
+    needed, dt = offset + math.prod(shape), x._array.dtype
+    if needed > capacity and math.prod(shape):
+        grown = np.empty(needed, dtype=dt, like=x._array)
+        np.copyto(storage_view(grown, dt, (capacity,), (1,), 0), storage_view(owner, dt, (capacity,), (1,), 0))
+        owner = grown
+    x._array, x._base, x._view_fn = storage_view(owner, dt, shape, strides, offset), None, None
+    x._version.value += 1
+
+
+def resize_(x: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+    """Make ``x`` a dense tensor of ``sizes`` over its storage (grown if needed); elements already in the
+    storage keep their values in storage order, new ones are uninitialised."""
+    if x._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    require_args("resize_", "size", sizes)
+    shape = _shape_arg(sizes)
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"resize_(): negative dimension in size {list(shape)}")
+    resize_storage(x, shape, memory_format)
+    return x
+
+
+def resize_as_(x: Tensor, other: Tensor, memory_format: Any = None) -> Tensor:
+    """``resize_`` to ``other``'s shape."""
+    return resize_(x, other.shape, memory_format=memory_format)
+
+
+def set_(x: Tensor, source: Tensor | None = None, storage_offset: int = 0, size: Sequence[int] | None = None,
+         stride: Sequence[int] | None = None) -> Tensor:
+    """Make ``x`` look at ``source``'s storage: all of ``source`` (its sizes and strides), or ``size``/``stride``
+    from ``storage_offset`` in it; no arguments leave ``x`` empty. ember has no Storage objects, so ``source`` is a
+    tensor. Like torch, the result has no usable gradient: backward through it raises."""
+    _check_inplace(x, "set_")
+    if source is None:
+        array = np.empty(0, dtype=x._array.dtype, like=x._array)
+    else:
+        if not isinstance(source, Tensor):
+            raise TypeError(f"set_(): argument 'source' must be Tensor, not {type(source).__name__}")
+        if source.dtype is not x.dtype:
+            raise RuntimeError(f"Could not set tensor of type {dtypes.CPP_TYPE_NAMES[source.dtype.name]} to a "
+                               f"tensor of type {dtypes.CPP_TYPE_NAMES[x.dtype.name]}")
+        if size is None:
+            array = source._array
+        else:
+            shape = _shape_arg((size,))
+            strides = dense_strides(shape) if stride is None else tuple(int(s) for s in stride)
+            with no_grad():
+                array = as_strided(source, shape, strides, storage_offset)._array
+    recorded = is_grad_enabled() and (x._requires_grad or getattr(source, "_requires_grad", False))
+    x._array, x._base, x._view_fn = array, None, None
+    x._version.value += 1
+    if recorded:
+        node = SetStorage.apply(x, source)
+        x._grad_fn, x._output_nr, x._requires_grad = node._grad_fn, 0, True
+    return x
+
+
+class SetStorage(Function):
+    """The graph step ``set_`` leaves: torch defines no derivative for it, so backward raises."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, source: Tensor | None):
+        return Tensor._make(x._array, version=x._version)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        raise RuntimeError("the derivative for 'set_' is not implemented.")
 
 
 def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
@@ -595,7 +800,18 @@ def _basic_key(x: Tensor, key: Any) -> tuple:
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` for basic indices: always a view of ``x``."""
     index = _basic_key(x, key)
-    return make_view(x, lambda a: a[index], None)
+    return make_view(x, lambda a: a[index], None, _getitem_node(index))
+
+
+def _getitem_node(index: tuple) -> str:
+    """torch's node for a basic index: that of the last step it takes (torch skips whole-dim slices that other
+    items follow)."""
+    items = [i for i in index if i is not Ellipsis]
+    steps = [i for i in items if not (isinstance(i, slice) and i == slice(None))]
+    if not steps:
+        return "SliceBackward0" if items else "AliasBackward0"
+    last = steps[-1]
+    return "UnsqueezeBackward0" if last is None else "SelectBackward0" if isinstance(last, int) else "SliceBackward0"
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:

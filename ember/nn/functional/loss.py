@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...autograd.function import Function, once_differentiable
+from ...autograd.function import Function, name_node, once_differentiable
 from ...autograd.grad_mode import no_grad
 from ...tensor import dtypes
 from ...tensor.tensor import Tensor
@@ -144,7 +144,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
     """Mean squared error ``(input - target) ** 2``, optionally weighted per element."""
     reduction = _reduction(reduction, size_average, reduce)
     input, target = _pointwise_pair(input, target, "mse_cpu")
-    return _elementwise_weight((input - target).square(), weight, input, reduction, mean_over_weight=True)
+    loss = _elementwise_weight((input - target).square(), weight, input, reduction, mean_over_weight=True)
+    return loss if weight is not None else name_node(loss, "MseLossBackward0")
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
@@ -409,7 +410,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight.expand(input.shape)
-    return _reduce(loss, reduction)
+    return name_node(_reduce(loss, reduction), "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._determinism import alert_not_deterministic
 from ...autograd.function import Function
 from ...tensor import dtypes
 from ...tensor.tensor import Tensor
@@ -450,6 +451,7 @@ def _max_unpool(nd: int, input: Tensor, indices: Tensor, kernel_size: Any, strid
                 output_size: Any) -> Tensor:
     op = f"max_unpool{nd}d"
     _check_input(op, input, nd)
+    alert_not_deterministic(f"max_unpooling{max(nd, 2)}d_forward_out")  # duplicate indices: unspecified in torch
     if not isinstance(indices, Tensor) or indices.dtype is not dtypes.int64:
         raise RuntimeError(f"{op}: elements of indices should be type int64")
     if tuple(indices.shape) != tuple(input.shape):

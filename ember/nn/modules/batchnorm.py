@@ -41,7 +41,7 @@ class _NormBase(Module):
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
-            self.register_buffer("num_batches_tracked", tensor(0, dtype=dtypes.int64))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=dtypes.int64, device=device))
         else:
             for name in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(name, None)

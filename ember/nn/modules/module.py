@@ -37,16 +37,27 @@ def _type_name(value: Any) -> str:
     return value.type() if isinstance(value, Tensor) else type(value).__name__
 
 
-def _check_name(kind: str, name: Any, owner: "Module") -> None:
+def _check_name(kind: str, name: Any, owner: "Module", table: dict) -> None:
+    """torch's checks of a name being registered in ``table`` (an existing attribute of another kind is refused);
+    modules are checked for a clash before the name's form, as in torch."""
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+    clash = hasattr(owner, name) and name not in table
+    if kind == "module" and clash:
+        raise KeyError(f"attribute '{name}' already exists")
     if "." in name:
-        raise KeyError(f'{kind} name can\'t contain "."')
+        raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
     if name == "":
         raise KeyError(f'{kind} name can\'t be empty string ""')
-    if hasattr(owner, name) and name not in owner._parameters and name not in owner._buffers \
-            and name not in owner._modules:
+    if clash:
         raise KeyError(f"attribute '{name}' already exists")
+
+
+def _child_attribute(module: "Module", name: str) -> Any:
+    """``getattr(module, name)``, or the AttributeError the ``get_*``/``set_submodule`` lookups raise."""
+    if not hasattr(module, name):
+        raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+    return getattr(module, name)
 
 
 class Module:
@@ -59,22 +70,9 @@ class Module:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
-        setattr_ = object.__setattr__
-        setattr_(self, "training", True)
-        setattr_(self, "_parameters", {})
-        setattr_(self, "_buffers", {})
-        setattr_(self, "_non_persistent_buffers_set", set())
-        setattr_(self, "_modules", {})
-        setattr_(self, "_forward_pre_hooks", OrderedDict())
-        setattr_(self, "_forward_pre_hooks_with_kwargs", {})
-        setattr_(self, "_forward_hooks", OrderedDict())
-        setattr_(self, "_forward_hooks_with_kwargs", {})
-        setattr_(self, "_forward_hooks_always_called", {})
-        setattr_(self, "_backward_hooks", OrderedDict())
-        setattr_(self, "_backward_pre_hooks", OrderedDict())
-        setattr_(self, "_state_dict_hooks", OrderedDict())
-        setattr_(self, "_load_state_dict_pre_hooks", OrderedDict())
-        setattr_(self, "_load_state_dict_post_hooks", OrderedDict())
+        object.__setattr__(self, "training", True)
+        for name, make in _BOOKKEEPING.items():
+            object.__setattr__(self, name, make())
 
     forward: Callable[..., Any]
 
@@ -88,7 +86,7 @@ class Module:
         """Add ``param`` under ``name`` (``None`` registers an absent parameter, e.g. ``bias=False``)."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        _check_name("parameter", name, self)
+        _check_name("parameter", name, self, self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter '{name}' "
                             "(torch.nn.Parameter or None required)")
@@ -102,7 +100,7 @@ class Module:
         """Add a non-learnable tensor (running statistics, masks); ``persistent=False`` keeps it out of state_dict."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        _check_name("buffer", name, self)
+        _check_name("buffer", name, self, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
@@ -119,51 +117,55 @@ class Module:
         """Add a child module under ``name``."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_type_name(module)} is not a Module subclass")
-        _check_name("module", name, self)
+        _check_name("module", name, self, self._modules)
         self._modules[name] = module
 
-    register_module = add_module
+    def register_module(self, name: str, module: "Module | None") -> None:
+        """Alias of ``add_module`` (it calls ``add_module``, so an override of that applies here too)."""
+        self.add_module(name, module)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        """torch's assignment rules: a Parameter or Module registers itself and drops ``name`` from the other kinds;
+        a Buffer, or a tensor assigned to a buffer's name, (re-)registers a buffer. Re-assigning a registered name
+        keeps its place in registration order; a value of another kind for it is a TypeError."""
         d = self.__dict__
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._unregister(name, d, self._buffers, self._modules)
             self.register_parameter(name, value)
-        elif params is not None and name in params:
+            return
+        if params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
                                 "(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
-        elif isinstance(value, Module):
-            if params is None:
+            return
+        modules = d.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
-            self._modules[name] = value
-        elif d.get("_modules") is not None and name in self._modules:
+            self._unregister(name, d, self._parameters, self._buffers)
+            modules[name] = value
+        elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_type_name(value)}' as child module '{name}' "
                                 "(torch.nn.Module or None expected)")
-            self._modules[name] = value
-        elif isinstance(value, Buffer):
-            if params is None:
-                raise AttributeError("cannot assign buffer before Module.__init__() call")
-            self._forget(name)
-            self.register_buffer(name, value)
-        elif d.get("_buffers") is not None and name in self._buffers:
+            modules[name] = value
+        elif isinstance(value, Buffer) or name in d.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
-                                "(torch.Tensor or None expected)")
-            self._buffers[name] = value
+                                "(torch.nn.Buffer, torch.Tensor or None expected)")
+            persistent = value.persistent if isinstance(value, Buffer) \
+                else name not in self._non_persistent_buffers_set
+            self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Drop ``name`` from wherever it lives so it can be re-registered as another kind."""
-        self.__dict__.pop(name, None)
-        for table in (self._parameters, self._buffers, self._modules):
+    def _unregister(self, name: str, *tables: dict) -> None:
+        """Drop ``name`` from ``tables`` (and the non-persistent set) before it is registered as another kind."""
+        for table in tables:
             table.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
@@ -187,33 +189,46 @@ class Module:
         return sorted(set(object.__dir__(self)) | set(self._parameters) | set(self._buffers) | set(self._modules))
 
     def get_submodule(self, target: str) -> "Module":
-        """The submodule at dotted path ``target`` ("" is the module itself)."""
+        """The submodule at dotted path ``target`` ("" is the module itself); AttributeError names the failing step."""
         module = self
         for item in target.split(".") if target else []:
-            if not hasattr(module, item):
-                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
-            module = getattr(module, item)
+            module = _child_attribute(module, item)
             if not isinstance(module, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return module
 
-    def _owner_and_name(self, target: str) -> tuple["Module", str]:
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put ``module`` at dotted path ``target``: it replaces a submodule there or, unless ``strict``, is added to
+        the existing parent; a non-module attribute at ``target`` is never replaced."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
         path, _, name = target.rpartition(".")
-        return self.get_submodule(path), name
+        parent = self.get_submodule(path)
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError(f"`{name}` is not an nn.Module")
+        elif strict:
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        setattr(parent, name, module)
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target``."""
-        owner, name = self._owner_and_name(target)
-        if name not in owner._parameters:
+        path, _, name = target.rpartition(".")
+        param = _child_attribute(self.get_submodule(path), name)
+        if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return owner._parameters[name]
+        return param
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path ``target``."""
-        owner, name = self._owner_and_name(target)
+        path, _, name = target.rpartition(".")
+        owner = self.get_submodule(path)
+        buffer = _child_attribute(owner, name)
         if name not in owner._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
-        return owner._buffers[name]
+        return buffer
 
     # -- traversal ---------------------------------------------------------------------------------------------------
     def _named_members(self, members: Callable[["Module"], Any], prefix: str = "", recurse: bool = True,
@@ -264,13 +279,14 @@ class Module:
 
     def named_modules(self, memo: set | None = None, prefix: str = "",
                       remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
-        """(dotted name, module) for this module and all below it, depth first."""
+        """(dotted name, module) for this module and all below it, depth first; modules already in ``memo`` (a set
+        of modules, filled as they are visited) are skipped unless ``remove_duplicate`` is False."""
         if memo is None:
             memo = set()
         if remove_duplicate:
-            if id(self) in memo:
+            if self in memo:
                 return
-            memo.add(id(self))
+            memo.add(self)
         yield prefix, self
         for name, module in self._modules.items():
             if module is None:
@@ -525,20 +541,19 @@ class Module:
                     self._assign(name, value, target)
                 else:
                     target.copy_(value)
-        has_extra = type(self).set_extra_state is not Module.set_extra_state
-        if has_extra:
-            if prefix + _EXTRA_STATE in state_dict:
-                self.set_extra_state(state_dict[prefix + _EXTRA_STATE])
+        extra_key = prefix + _EXTRA_STATE
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
             elif strict:
-                missing_keys.append(prefix + _EXTRA_STATE)
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix) and not (has_extra and key == prefix + _EXTRA_STATE):
-                    rest = key[len(prefix):]
-                    head = rest.split(".", 1)[0]
-                    if "." not in rest and head not in local:
-                        unexpected_keys.append(key)
-                    elif "." in rest and head not in self._modules:
+                if key.startswith(prefix) and key != extra_key:
+                    head, dot, _ = key[len(prefix):].partition(".")
+                    if head not in (self._modules if dot else local):
                         unexpected_keys.append(key)
 
     def _assign(self, name: str, value: Tensor, target: Tensor) -> None:
@@ -620,10 +635,22 @@ class Module:
         return self.__dict__.copy()
 
     def __setstate__(self, state: dict) -> None:
+        """Restore a pickled module; tables missing from an older pickle start empty, as in torch."""
         self.__dict__.update(state)
+        for name, make in _BOOKKEEPING.items():
+            if name not in self.__dict__:
+                object.__setattr__(self, name, make())
 
 
 _HOOK_IDS = itertools.count()
+# Every module's registration tables and hook tables, by attribute name, with what makes an empty one.
+_BOOKKEEPING: dict[str, Callable[[], Any]] = {
+    "_parameters": dict, "_buffers": dict, "_non_persistent_buffers_set": set, "_modules": dict,
+    "_forward_pre_hooks": OrderedDict, "_forward_pre_hooks_with_kwargs": dict, "_forward_hooks": OrderedDict,
+    "_forward_hooks_with_kwargs": dict, "_forward_hooks_always_called": dict, "_backward_hooks": OrderedDict,
+    "_backward_pre_hooks": OrderedDict, "_state_dict_hooks": OrderedDict, "_load_state_dict_pre_hooks": OrderedDict,
+    "_load_state_dict_post_hooks": OrderedDict,
+}
 _EXTRA_STATE = "_extra_state"
 
 

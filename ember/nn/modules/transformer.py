@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...tensor import dtypes
+from ...tensor.device import factory_device, place
 from ...tensor.tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -237,9 +238,10 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
-        """A (sz, sz) float mask: 0 on and below the diagonal, -inf above (each position sees only its past)."""
-        return Tensor._make(_square_subsequent_mask(sz, dtypes.to_dtype(dtype) if dtype is not None
-                                                    else dtypes.get_default_dtype()))
+        """A (sz, sz) float mask: 0 on and below the diagonal, -inf above (each position sees only its past); on
+        ``device`` (default: the default device) in ``dtype`` (default: the default dtype), as torch."""
+        array = _square_subsequent_mask(sz, dtypes.get_default_dtype() if dtype is None else dtypes.to_dtype(dtype))
+        return Tensor._make(place(array, factory_device(device)))
 
     def _reset_parameters(self) -> None:
         """xavier_uniform_ for every parameter with more than one dim, as torch."""

@@ -7,6 +7,7 @@ every epoch differs, and the whole run repeats under the same global seed.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any, Iterable, Iterator, Sequence
 
 from ...tensor import dtypes
@@ -48,6 +49,18 @@ def _fresh_generator() -> Generator:
     return Generator().manual_seed(seed)
 
 
+# Indices drawn per call when sampling with replacement, as torch does: a huge ``num_samples`` (training scripts
+# pass int(1e10) for "forever") costs one chunk of memory, not an array of that length.
+_REPLACEMENT_CHUNK = 32
+
+
+def _draws_with_replacement(n: int, count: int, generator: Generator) -> Iterator[int]:
+    """``count`` uniform draws from range(n), made lazily, ``_REPLACEMENT_CHUNK`` at a time."""
+    full_chunks, rest = divmod(count, _REPLACEMENT_CHUNK)
+    for size in itertools.chain(itertools.repeat(_REPLACEMENT_CHUNK, full_chunks), (rest,) if rest else ()):
+        yield from randint(high=n, size=(size,), dtype=dtypes.int64, generator=generator).tolist()
+
+
 class RandomSampler(Sampler):
     """Random indices: a permutation per pass over the data, or ``num_samples`` draws with replacement."""
 
@@ -70,7 +83,7 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         generator = _fresh_generator() if self.generator is None else self.generator
         if self.replacement:
-            yield from randint(high=n, size=(self.num_samples,), dtype=dtypes.int64, generator=generator).tolist()
+            yield from _draws_with_replacement(n, self.num_samples, generator)
             return
         for _ in range(self.num_samples // n):
             yield from randperm(n, generator=generator).tolist()

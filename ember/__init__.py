@@ -159,6 +159,15 @@ def _export_elementwise() -> None:
 
 
 # -- the everyday surface around the ops (issue 16): new imports go below this line --
+from .tensor.blas_like import addbmm, addmv, addmv_, addr, baddbmm, chain_matmul, vdot  # noqa: E402
+from .tensor.index_reduce import index_reduce  # noqa: E402
+from .tensor.integration import cumulative_trapezoid, trapezoid, trapz  # noqa: E402
+from .tensor.reduce import aminmax, nanmedian  # noqa: E402
+from .tensor.renorm import renorm  # noqa: E402
+from .tensor.special_math import frexp, i0, i0_, igamma, igammac, mvlgamma, polygamma  # noqa: E402
+from .tensor.statistics import corrcoef, cov, histogram  # noqa: E402
+from .tensor.windows import bartlett_window, blackman_window, hamming_window, hann_window, \
+    kaiser_window  # noqa: E402
 from .linalg.cholesky_solves import cholesky_inverse, cholesky_solve  # noqa: E402
 from .linalg.householder import geqrf, householder_product as orgqr, ormqr  # noqa: E402
 from .linalg.legacy import frobenius_norm, lu, lu_solve, nuclear_norm, triangular_solve, vander  # noqa: E402
@@ -182,6 +191,9 @@ from .autograd.grad_mode import is_inference  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)
 from .tensor.quantile import nanquantile, quantile  # noqa: E402
 from .tensor.out_arg import with_out as _with_out  # noqa: E402
+ger = outer  # torch's older name of outer
+gcd, lcm, nextafter = (_binary_function(name) for name in ("gcd", "lcm", "nextafter"))
+gcd_, lcm_ = _method_function("gcd_"), _method_function("lcm_")
 from .linalg.matrix_functions import matrix_exp  # noqa: E402
 from .linalg.norms import dist  # noqa: E402
 from . import accelerator, backends, distributed  # noqa: E402

@@ -183,6 +183,8 @@ def run_backward(
             if isinstance(node, AccumulateGrad):
                 if capture is None and buf[0] is not None:
                     _accumulate_leaf(node.variable, buf[0], create_graph)
+                    if node._hooked:
+                        node.run_post_accumulate_hooks()
                 if node._hooked:
                     for hook in list(node.__dict__.get("_post_hooks", {}).values()):
                         hook((), tuple(buf))

@@ -117,6 +117,16 @@ class AccumulateGrad(Node):
         v = self.variable
         return ((v._array.shape, v.dtype, v.device),)
 
+    def run_post_accumulate_hooks(self) -> None:
+        """Call each ``Tensor.register_post_accumulate_grad_hook`` hook with the leaf, once its ``.grad`` has this
+        backward's gradient (torch's rule: they must return None)."""
+        for hook in list(self.__dict__.get("_post_accumulate_hooks", {}).values()):
+            result = hook(self.variable)
+            if result is not None:
+                if hasattr(result, "_array"):
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+                raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+
 
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "

@@ -52,7 +52,8 @@ BINARY = {
     op.IFLOOR_DIV: "int_floor_divide", op.ITRUNC_DIV: "int_trunc_divide",
     op.IREMAINDER: "int_remainder", op.IFMOD: "int_fmod", op.IPOW: "int_power", op.BITWISE_AND: "bitwise_and",
     op.BITWISE_OR: "bitwise_or", op.BITWISE_XOR: "bitwise_xor", op.LSHIFT: "left_shift",
-    op.RSHIFT: "right_shift",
+    op.RSHIFT: "right_shift", op.GCD: "gcd", op.LCM: "lcm", op.NEXTAFTER: "nextafter",
+    op.NEXTAFTER_F32: "nextafter_f32", op.NEXTAFTER_F16: "nextafter_f16",
 }
 TERNARY = {op.WHERE: "where", op.CLAMP: "clamp", op.LERP: "lerp"}
 

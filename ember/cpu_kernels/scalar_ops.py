@@ -589,6 +589,50 @@ def logaddexp(a, b):
 
 
 @inline
+def _float_step(x, y, ulp_of_one, min_exp, tiny, largest):
+    """The float next to ``x`` towards ``y`` in a format given by its constants: the spacing of [1, 2), the
+    ``frexp`` exponent of its smallest normal, its smallest subnormal and its largest finite value. Written with
+    frexp and exact power-of-two products (not ``math.nextafter``), so every width gives the same answer compiled,
+    in the CUDA simulator and under ``NUMBA_DISABLE_JIT``, where NumPy scalars would step by a float64 ulp."""
+    if x != x or y != y:
+        return x + y
+    if x == y:
+        return y
+    if x == 0:
+        return math.copysign(tiny, y)
+    if x == _INF or x == -_INF:
+        return math.copysign(largest, x)
+    ax = abs(x)
+    m, e = math.frexp(ax)  # ax = m * 2**e with 0.5 <= m < 1
+    toward_zero = (y < x) == (x > 0)
+    if e <= min_exp:  # subnormal, or the smallest normal binade: the subnormal spacing either way
+        step = tiny
+    else:
+        step = (ax * 0.5) / m * ulp_of_one  # 2**(e - 1) times the spacing of [1, 2): exact
+        if toward_zero and m == 0.5:  # below a power of two the spacing halves
+            step *= 0.5
+    return math.copysign(ax - step if toward_zero else ax + step, x)
+
+
+@inline
+def nextafter(x, y):
+    """float64 ``nextafter``."""
+    return _float_step(x, y, 2.0 ** -52, -1021, 5e-324, 1.7976931348623157e308)
+
+
+@inline
+def nextafter_f32(x, y):
+    """float32 ``nextafter`` (the float32 values computed exactly in float64)."""
+    return _float_step(x, y, 2.0 ** -23, -125, 2.0 ** -149, 3.4028234663852886e38)
+
+
+@inline
+def nextafter_f16(x, y):
+    """float16 ``nextafter`` (float16 values carried in float32, as ember computes float16)."""
+    return _float_step(x, y, 2.0 ** -10, -13, 2.0 ** -24, 65504.0)
+
+
+@inline
 def logaddexp2(a, b):
     """``log2(2**a + 2**b)`` without overflow."""
     hi, gap, done = _log_add_split(a, b)
@@ -643,6 +687,25 @@ def int_power(x, y):
         base *= base
         e >>= 1
     return result
+
+
+@inline
+def gcd(x, y):
+    """Greatest common divisor (non-negative; gcd(0, 0) = 0), by Euclid with C's remainder as torch."""
+    a = abs(x)
+    b = abs(y)
+    while a != 0:
+        a, b = int_fmod(b, a), a
+    return b
+
+
+@inline
+def lcm(x, y):
+    """Least common multiple (non-negative; 0 when either operand is 0)."""
+    g = gcd(x, y)
+    if g == 0:
+        return g
+    return abs(x // g * y)
 
 
 @inline

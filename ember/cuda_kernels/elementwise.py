@@ -25,7 +25,7 @@ _TABLES = {1: UNARY, 2: BINARY, 3: TERNARY}
 INTEGER_ONLY = {
     1: {op.BITWISE_NOT},
     2: {op.BITWISE_AND, op.BITWISE_OR, op.BITWISE_XOR, op.LSHIFT, op.RSHIFT, op.IFLOOR_DIV, op.ITRUNC_DIV,
-        op.IREMAINDER, op.IFMOD, op.IPOW},
+        op.IREMAINDER, op.IFMOD, op.IPOW, op.GCD, op.LCM},
     3: set(),
 }
 

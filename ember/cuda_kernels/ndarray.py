@@ -128,7 +128,8 @@ _BINARY_UFUNCS = {
     "logical_and": op.LOGICAL_AND, "logical_or": op.LOGICAL_OR, "logical_xor": op.LOGICAL_XOR,
     "arctan2": op.ATAN2, "hypot": op.HYPOT, "copysign": op.COPYSIGN, "bitwise_and": op.BITWISE_AND,
     "bitwise_or": op.BITWISE_OR, "bitwise_xor": op.BITWISE_XOR, "left_shift": op.LSHIFT, "right_shift": op.RSHIFT,
-    "floor_divide": op.FLOOR_DIV, "remainder": op.REMAINDER, "fmod": op.FMOD, "power": op.POW,
+    "floor_divide": op.FLOOR_DIV, "remainder": op.REMAINDER, "fmod": op.FMOD, "power": op.POW, "gcd": op.GCD,
+    "lcm": op.LCM,  # not nextafter: its code depends on the float width, which this table does not look at
 }
 _INTEGER_TWINS = {op.FLOOR_DIV: op.IFLOOR_DIV, op.REMAINDER: op.IREMAINDER, op.FMOD: op.IFMOD, op.POW: op.IPOW}
 

@@ -358,6 +358,21 @@ def _int_or_float(int_code: int, float_code: int):
     return select
 
 
+def _by_float_width(codes: dict[dtypes.dtype, int]):
+    """A ``select`` for ops with one kernel per float width (``codes``; the class's own code for the others)."""
+    def select(cls, promoted):
+        cdt, rdt = _types(cls.__name__.lower(), cls.kind, promoted)
+        return codes.get(rdt, cls.code), cdt, rdt
+    return select
+
+
+def _integers_only(cls, promoted):
+    """INT_ONLY without bool (gcd, lcm): torch has no kernel for it."""
+    if promoted is dtypes.bool:
+        raise NotImplementedError(f'"{cls.__name__.lower()}_cpu" not implemented for \'Bool\'')
+    return _Binary.select.__func__(cls, promoted)
+
+
 def _pow_validate(cls, a, b, arrays, cdt):
     # only a negative Python-number exponent is refused: a tensor of negative exponents gives torch's integer results
     if not cdt.is_floating_point and not isinstance(b, Tensor) and b < 0:
@@ -433,6 +448,7 @@ BINARY_OPS: dict[str, tuple] = {
     "remainder": (op.REMAINDER, SAME, lambda a, b, y, g, n: (g, -g * floor_divide(a, b))),
     "fmod": (op.FMOD, SAME, lambda a, b, y, g, n: (g, -g * div(a, b, rounding_mode="trunc"))),
     "trunc_divide": (op.TRUNC_DIV, SAME, lambda a, b, y, g, n: (g * 0, g * 0)),
+    "nextafter": (op.NEXTAFTER, FLOAT_ONLY, lambda a, b, y, g, n: (g, g * 0)),  # torch's: the identity for input
 }
 _BINARY_EXTRA = {
     "pow": {"select": _int_or_float(op.IPOW, op.POW), "validate": _pow_validate, "compute": _pow_compute},
@@ -440,6 +456,8 @@ _BINARY_EXTRA = {
     "remainder": {"select": _int_or_float(op.IREMAINDER, op.REMAINDER), "validate": _check_int_divisor},
     "fmod": {"select": _int_or_float(op.IFMOD, op.FMOD), "validate": _check_int_divisor},
     "trunc_divide": {"select": _int_or_float(op.ITRUNC_DIV, op.TRUNC_DIV), "validate": _check_int_divisor},
+    "nextafter": {"select": _by_float_width({dtypes.float32: op.NEXTAFTER_F32, dtypes.float16: op.NEXTAFTER_F16})},
+    "gcd": {"select": _integers_only}, "lcm": {"select": _integers_only},
 }
 _NO_GRAD_BINARY = {
     "eq": (op.EQ, BOOL), "ne": (op.NE, BOOL), "lt": (op.LT, BOOL), "le": (op.LE, BOOL), "gt": (op.GT, BOOL),
@@ -447,6 +465,7 @@ _NO_GRAD_BINARY = {
     "logical_xor": (op.LOGICAL_XOR, BOOL), "bitwise_and": (op.BITWISE_AND, INT_ONLY),
     "bitwise_or": (op.BITWISE_OR, INT_ONLY), "bitwise_xor": (op.BITWISE_XOR, INT_ONLY),
     "bitwise_left_shift": (op.LSHIFT, INT_ONLY), "bitwise_right_shift": (op.RSHIFT, INT_ONLY),
+    "gcd": (op.GCD, INT_ONLY), "lcm": (op.LCM, INT_ONLY),
 }
 _BINARY_CLASSES = {
     name: _binary_class(name.title().replace("_", ""), *spec, **_BINARY_EXTRA.get(name, {}))
@@ -464,7 +483,7 @@ def _check_operand(name: str, x: Any, position: int) -> None:
 
 # Ops whose operands must both be tensors (torch has no Scalar overload for them).
 _TENSOR_ONLY = frozenset({"atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
-                          "logical_xor", "logaddexp", "logaddexp2"})
+                          "logical_xor", "logaddexp", "logaddexp2", "gcd", "lcm", "nextafter"})
 
 
 def _check_tensor_operands(name: str, a: Any, b: Any) -> None:

@@ -9,6 +9,7 @@ from . import closeness, composite, contractions, conversion, elementwise as ew,
     matmul as mm, nan_reduce, pinned, predicates, quantile, random_ops, reduce as red, scatter_views, \
     shape_utils, sorting, splits, view_copies, views
 from .tensor import Tensor
+from . import blas_like, host_callables, index_reduce, renorm, special_math, statistics
 
 
 def _method(fn: Callable, name: str) -> Callable:
@@ -89,6 +90,8 @@ def bind() -> None:
         "bitwise_xor": lambda a, b: ew.binary("bitwise_xor", a, b),
         "bitwise_left_shift": lambda a, b: ew.binary("bitwise_left_shift", a, b),
         "bitwise_right_shift": lambda a, b: ew.binary("bitwise_right_shift", a, b),
+        "gcd": lambda a, b: ew.binary("gcd", a, b), "lcm": lambda a, b: ew.binary("lcm", a, b),
+        "nextafter": lambda a, b: ew.binary("nextafter", a, b),
     }
     for name, fn in binaries.items():
         setattr(Tensor, name, _method(fn, name))
@@ -109,7 +112,7 @@ def bind() -> None:
         "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "all": red.all, "any": red.any,
         "count_nonzero": red.count_nonzero, "var": red.var, "std": red.std, "norm": red.norm,
         "logsumexp": red.logsumexp, "logcumsumexp": red.logcumsumexp, "cumsum": red.cumsum, "cumprod": red.cumprod,
-        "median": red.median,
+        "median": red.median, "nanmedian": red.nanmedian, "aminmax": red.aminmax,
         # views
         "view": views.view, "view_as": views.view_as, "reshape": views.reshape, "reshape_as": views.reshape_as,
         "flatten": views.flatten, "unflatten": views.unflatten, "squeeze": views.squeeze,
@@ -125,6 +128,7 @@ def bind() -> None:
         "resize_": views.resize_, "resize_as_": views.resize_as_, "set_": views.set_,
         # products
         "matmul": mm.matmul, "mm": mm.mm, "bmm": mm.bmm, "dot": mm.dot, "mv": mm.mv, "outer": mm.outer,
+        "ger": mm.outer,
         "addmm": mm.addmm,
         # conversion
         "to": conversion.to, "clone": conversion.clone, "float": conversion.float_, "double": conversion.double,
@@ -162,7 +166,8 @@ def bind() -> None:
     from .. import linalg
 
     for module in (sorting, linalg, indexing, joins, contractions, closeness, composite, nan_reduce, legacy_types,
-                   quantile, splits, shape_utils, scatter_views, view_copies, predicates):
+                   quantile, splits, shape_utils, scatter_views, view_copies, predicates, blas_like, statistics,
+                   special_math, renorm, index_reduce, host_callables):
         for name, fn in module.TENSOR_METHODS.items():
             setattr(Tensor, name, _method(fn, name))
     from ..linalg.norms import dist

@@ -18,6 +18,8 @@ from .out_arg import with_out
 max_result = return_type("max", ["values", "indices"])
 min_result = return_type("min", ["values", "indices"])
 median_result = return_type("median", ["values", "indices"])
+nanmedian_result = return_type("nanmedian", ["values", "indices"])
+aminmax_result = return_type("aminmax", ["min", "max"])
 cummax_result = return_type("cummax", ["values", "indices"])
 cummin_result = return_type("cummin", ["values", "indices"])
 
@@ -199,6 +201,24 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     dims = reduce_dims(input, dim, "amin")
     _check_nonempty(input, dims, "amin")
     return Extreme.apply(input, op.R_MIN, dims, keepdim, input.dtype)
+
+
+@with_out
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> Any:
+    """(min, max) of all elements, or along ``dim``, in one call (NaN propagates)."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
+        dims = tuple(range(input.ndim))
+    else:
+        d = _wrap_dim(dim, input.ndim, "aminmax")
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        dims = (d,) if input.ndim else ()
+    low = Extreme.apply(input, op.R_MIN, dims, keepdim, input.dtype)
+    high = Extreme.apply(input, op.R_MAX, dims, keepdim, input.dtype)
+    return aminmax_result(name_node(low, "AminmaxBackward0"), name_node(high, "AminmaxBackward0"))
 
 
 class ArgExtreme(Function):
@@ -598,35 +618,53 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     return _scan(input, op.S_LOGSUMEXP, dim, None, "logcumsumexp")
 
 
-@with_out
-def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
-    """The lower median (of all elements, or (values, indices) along ``dim``)."""
+def _median(input: Tensor, dim: int | None, keepdim: bool, skip_nan: bool, name: str) -> Any:
+    """median/nanmedian: the value of all elements, or (values, indices) along ``dim``; the nodes take torch's
+    names (``<Name>Backward0`` without a dim, ``<Name>Backward1`` with one)."""
+    if input.dtype is dtypes.bool:
+        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     if dim is None:
         if input.numel() == 0:
             return Tensor._make(np.array(np.nan, dtype=input._array.dtype))
-        flat = input.reshape(-1)
-        values, _ = median(flat, 0)
-        return values
-    d = _wrap_dim(dim, input.ndim, "median")
+        values, _ = Median.apply(input.reshape(-1), 0, False, skip_nan)
+        return name_node(values, name + "Backward0")
+    d = _wrap_dim(dim, input.ndim, name.lower())
     if input.ndim and input.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
-    return median_result(*Median.apply(input, d, keepdim))
+    values, indices = Median.apply(input, d, keepdim, skip_nan)
+    return name_node(values, name + "Backward1"), indices
+
+
+@with_out
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """The lower median (of all elements, or (values, indices) along ``dim``); NaN wherever a NaN is present."""
+    result = _median(input, dim, keepdim, False, "Median")
+    return result if dim is None else median_result(*result)
+
+
+@with_out
+def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    """``median`` of the non-NaN elements (NaN only where all are NaN). Among equal candidates ember's index is the
+    first in a stable sort; torch's (an nth_element partition's) can differ there, as its docs leave open."""
+    result = _median(input, dim, keepdim, True, "Nanmedian")
+    return result if dim is None else nanmedian_result(*result)
 
 
 class Median(Function):
-    """Lower median along one dim; NaN is the median of any slice that holds one, as in torch."""
+    """Lower median along one dim. A slice holding NaN has NaN as its median (its first NaN, as torch picks), or
+    with ``skip_nan`` the lower median of its other elements."""
 
     @staticmethod
-    def forward(ctx, x, dim, keepdim):
+    def forward(ctx, x, dim, keepdim, skip_nan=False):
         arr = x._array if x.ndim else x._array.reshape(1)
         n = arr.shape[dim]
         ordered = np.empty(arr.shape, arr.dtype, like=arr)
         order = np.empty(arr.shape, np.int64, like=arr)
         backend(x).sort(arr, dim, False, ordered, order)  # stable, NaN last
         pos = np.full(_keep_shape(arr.shape, (dim,)), (n - 1) // 2, np.int64, like=arr)
-        if x.dtype.is_floating_point:  # a slice holding NaN has its first NaN as median: sorted position n - #NaN
+        if x.dtype.is_floating_point:  # the NaN sort last: the first one sits at n - #NaN
             nans = np.isnan(arr).sum(axis=dim, keepdims=True)
-            pos = np.where(nans > 0, n - nans, pos)
+            pos = np.maximum((n - nans - 1) // 2, 0) if skip_nan else np.where(nans > 0, n - nans, pos)
         final = _final_shape(x.shape, (dim,), keepdim) if x.ndim else ()
         values = np.take_along_axis(ordered, pos, axis=dim).reshape(final)
         indices = Tensor._make(np.take_along_axis(order, pos, axis=dim).reshape(final))
@@ -639,4 +677,4 @@ class Median(Function):
     @staticmethod
     def backward(ctx, g, _gi):
         (indices,) = ctx.saved_tensors
-        return scatter_to_index(g, indices, ctx.dim, ctx.keepdim, ctx.shape), None, None
+        return scatter_to_index(g, indices, ctx.dim, ctx.keepdim, ctx.shape), None, None, None

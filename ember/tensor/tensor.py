@@ -300,6 +300,15 @@ class Tensor:
             return self._register_node_hook(hook, self._grad_accumulator(), 0)
         return self._register_node_hook(hook)
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> RemovableHandle:
+        """Run ``hook(self)`` on this leaf after backward has accumulated its gradient into ``self.grad`` (not
+        under ``autograd.grad``, which accumulates nothing); e.g. an optimizer step per parameter."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        return RemovableHandle.add(self._grad_accumulator()._hook_table("_post_accumulate_hooks"), hook)
+
     def _register_node_hook(self, hook: Callable, node: Any = None, index: int | None = None) -> RemovableHandle:
         node = node if node is not None else self._grad_fn
         index = self._output_nr if index is None else index

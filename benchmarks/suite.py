@@ -1,23 +1,30 @@
-"""ember against PyTorch, side by side in one process: every workload, the machine's ceilings, start-up.
+"""ember against PyTorch, side by side: every workload, the machine's ceilings, start-up.
 
 Run: python benchmarks/suite.py [--device cpu|cuda] [--threads N] [--repeats N] [--budget S] [--scale F]
-                                [--only NAME,...] [--no-torch] [--no-limits] [--json PATH]
+                                [--only NAME,...] [--no-torch] [--no-limits] [--solo-check] [--json PATH]
 
-Each workload (benchmarks/workloads.py) is written once as a function of the framework module. Both frameworks
-build it, take a first (cold) call, pick a batch long enough to time, run one warm-up batch, and then their timed
-batches ALTERNATE (ember batch, torch batch, ember batch, ...) so that a noisy neighbour slows both alike; each
-side's figure is its median batch. Both use the same thread count (``--threads``, 2 by default), set in the
-environment for OpenMP, OpenBLAS, MKL and Numba before any of them is imported, then by ``torch.set_num_threads``
-and ``ember.set_num_threads``. On the CPU a ``limits`` section comes first: memory copy bandwidth with 1 and N
-threads (NumPy's copyto over parts of large float32 arrays in Python threads: it releases the GIL) and peak
-float32 GEMM through NumPy's BLAS; each GB/s (GFLOP/s) workload then shows its share of the copy bandwidth at N
-threads (of peak GEMM). A ``startup`` section last runs fresh processes that import the framework, build the MLP
-workload and take one step: ember with an empty and with a warm kernel cache, PyTorch once.
+Each workload (benchmarks/workloads.py) is written once as a function of the framework module. For each one the
+suite starts two fresh worker processes (benchmarks/_worker.py), one per framework, so that neither framework's
+thread pools, allocator or native libraries share a process with the other's (sharing one slowed torch down).
+Each worker builds the workload, takes a first (cold: fresh process, kernels from the disk cache) call, picks a
+batch long enough to time and runs one warm-up batch; then the suite asks for timed batches in ALTERNATION (ember
+batch, torch batch, ember batch, ...) so that a noisy neighbour slows both alike. Each side's figure is its median
+batch. Both run at the same thread count (``--threads``, 2 by default), set in
+each worker's environment for OpenMP, OpenBLAS, MKL and Numba before any of them is imported, then by
+``torch.set_num_threads`` and ``ember.set_num_threads``. ``--solo-check`` times torch's MLP step once more in a
+worker with no ember process beside it, to show that its figure in the suite is torch's figure alone.
+
+On the CPU a ``limits`` section comes first: memory copy bandwidth with 1 and N threads (NumPy's copyto over parts
+of large float32 arrays in Python threads: it releases the GIL) and peak float32 GEMM through NumPy's BLAS; each
+GB/s (GFLOP/s) workload then shows its share of the copy bandwidth at N threads (of peak GEMM). A ``startup``
+section last runs fresh processes that import the framework, build the MLP workload and take one step: ember with
+an empty and with a warm kernel cache, PyTorch once. The header line names the ember package the workers import
+(PYTHONPATH decides it).
 
 ``--device cuda`` runs on the GPU against PyTorch CUDA (TF32 off, so both compute in float32), with the device
-synchronised around every timed batch and each workload's device memory released before the next; under Numba's
-simulator use a tiny ``--scale``. Without PyTorch (or ``--no-torch``) ember's figures stand alone. ``--json`` is
-rewritten after every section and workload, so a run cut short (gpu_check.sh sends SIGINT) keeps what it measured.
+synchronised around every timed batch; under Numba's simulator use a tiny ``--scale``. Without PyTorch (or
+``--no-torch``) ember's figures stand alone. ``--json`` is rewritten after every section and workload, so a run
+cut short (gpu_check.sh sends SIGINT) keeps what it measured.
 """
 from __future__ import annotations
 
@@ -29,7 +36,6 @@ if __name__ == "__main__":
     pin_threads(threads_from_argv(sys.argv[1:]))  # before numpy, numba or torch is imported
 
 import argparse  # noqa: E402 - the thread pools must be sized first
-import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
@@ -38,16 +44,17 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from contextlib import contextmanager, suppress  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+from typing import Any, Callable, Iterator  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import ember  # noqa: E402
 from workloads import WORKLOADS, Case, Workload, shrink  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parent
+WORKER = BENCHMARKS / "_worker.py"
 # A timed batch runs the step this many seconds or more (so short steps are not lost in timer noise) ...
 BATCH_S = 0.005
 # ... but never more than this many calls.
@@ -58,11 +65,13 @@ MIN_ROUNDS = 3
 # TBB) keep spinning for a few milliseconds (~5-8 ms measured here), which would bill the next side for them.
 SETTLE_S = 0.02
 STARTUP = "startup"
+MLP = next(w for w in WORKLOADS if w.name == "mlp")
 
 
 @dataclass
 class Contender:
-    """One framework's side of one workload: its case, batch size, timed samples, or the error that ended it."""
+    """One framework's side of one workload, in this process: its case, batch size, timed samples, or the error
+    that ended it. The suite runs one in each worker process (benchmarks/_worker.py) and drives it as a Remote."""
     name: str
     lib: Any
     sync: Callable[[], object] | None
@@ -103,15 +112,87 @@ class Contender:
                 "number": self.number, "repeats": len(self.samples), "sizes": self.case.sizes}
 
 
-def rounds_within(contenders: list[Contender], repeats: int, budget_s: float) -> int:
+class Remote:
+    """A Contender in a fresh worker process of its own: the same steps as requests over a pipe (see _worker.py)."""
+
+    def __init__(self, name: str, device: str, threads: int) -> None:
+        self.name, self.warm_s, self.number, self.error = name, 0.0, 1, None
+        self.process = subprocess.Popen([sys.executable, str(WORKER), name, device, str(threads)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.info: dict | None = None
+
+    def _reply(self) -> dict:
+        line = self.process.stdout.readline()
+        return json.loads(line) if line else {"error": f"worker exited with status {self.process.wait()}"}
+
+    def _ask(self, **request: Any) -> dict:
+        with suppress(BrokenPipeError):  # it has exited: _reply says with what status
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        return self._reply()
+
+    def wait_ready(self) -> None:
+        """Read the worker's first line: what it loaded (``info``), or why it could not (this side's error)."""
+        hello = self._reply()
+        self.info = hello.get("ready")
+        if self.info is None:
+            self.error = {"error": hello.get("absent") or hello["error"]}
+
+    def attempt(self, action: Callable[..., object], *args: Any) -> None:
+        if self.error is None:
+            action(*args)
+
+    def _update(self, reply: dict) -> None:
+        if "error" in reply:
+            self.error = reply
+        else:
+            self.warm_s, self.number = reply["warm_s"], reply["number"]
+
+    def prepare(self, workload: Workload, scale: float, device: str) -> None:
+        """As Contender.prepare, in the worker (``device`` is the one it was started on)."""
+        self._update(self._ask(op="prepare", workload=workload.name, scale=scale))
+
+    def time_batch(self) -> None:
+        self._update(self._ask(op="batch"))
+
+    def result(self, workload: Workload) -> dict:
+        """As Contender.result, from the worker (which knows ``workload`` since prepare)."""
+        return self.error or self._ask(op="result")
+
+    def close(self) -> None:
+        """End the worker (the end of its input), killing it if it lingers."""
+        with suppress(BrokenPipeError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@contextmanager
+def started(names: list[str], device: str, threads: int) -> Iterator[list[Remote]]:
+    """Fresh workers for the frameworks ``names``, started together (their imports overlap), ended afterwards."""
+    remotes = []
+    try:
+        remotes.extend(Remote(name, device, threads) for name in names)
+        for remote in remotes:
+            remote.wait_ready()
+        yield remotes
+    finally:
+        for remote in remotes:
+            remote.close()
+
+
+def rounds_within(contenders: list[Contender | Remote], repeats: int, budget_s: float) -> int:
     """Timed rounds for this workload: ``repeats``, fewer when the slowest side's batches would outrun ``budget_s``."""
     slowest = max(c.warm_s * c.number for c in contenders)
     return min(repeats, max(MIN_ROUNDS, int(budget_s / slowest)))
 
 
-def measure(contenders: list[Contender], workload: Workload, scale: float, device: str, repeats: int,
+def measure(contenders: list[Contender | Remote], workload: Workload, scale: float, device: str, repeats: int,
             budget_s: float) -> list[dict]:
-    """Every side prepared, then their timed batches in alternation; one result per side."""
+    """Every side prepared in turn, then their timed batches in alternation; one result per side."""
     for contender in contenders:
         contender.attempt(contender.prepare, workload, scale, device)
     ready = [c for c in contenders if c.error is None]
@@ -120,20 +201,6 @@ def measure(contenders: list[Contender], workload: Workload, scale: float, devic
             time.sleep(SETTLE_S)
             contender.attempt(contender.time_batch)
     return [c.result(workload) for c in contenders]
-
-
-def contenders_for(device: str, torch: Any) -> list[Contender]:
-    """Fresh sides for one workload: ember, then PyTorch when present; synchronised on the GPU."""
-    libs = [("ember", ember)] + ([("torch", torch)] if torch is not None else [])
-    return [Contender(name, lib, lib.cuda.synchronize if device == "cuda" else None) for name, lib in libs]
-
-
-def release(device: str, libs: list[Any]) -> None:
-    """Hand the previous workload's memory back before the next one allocates."""
-    gc.collect()
-    if device == "cuda":
-        for lib in libs:
-            lib.cuda.empty_cache()
 
 
 def copy_bandwidth(elements: int, threads: int, repeats: int) -> float:
@@ -188,11 +255,10 @@ def format_limits(limits: dict) -> list[str]:
 
 
 PROBE = """
-import sys, time
+import time
 start = time.perf_counter()
 import {lib} as lib
 imported = time.perf_counter()
-sys.path.insert(0, {benchmarks!r})
 from workloads import mlp
 lib.manual_seed(0)
 mlp(lib, {scale!r}, {device!r}).step()
@@ -203,13 +269,18 @@ print(imported - start, time.perf_counter() - imported)
 
 
 def startup_probe(lib: str, device: str, scale: float, cache_dir: str | None = None) -> dict:
-    """A fresh process imports ``lib``, builds the MLP workload and steps once: its wall, import and step seconds."""
+    """A fresh process imports ``lib``, builds the MLP workload and steps once: its wall, import and step seconds.
+
+    It runs in benchmarks/, where it finds ``workloads`` and where no ember package beside the current directory
+    can shadow the one PYTHONPATH names.
+    """
     env = dict(os.environ)
     if cache_dir is not None:
         env.update(NUMBA_CACHE_DIR=cache_dir, EMBER_CACHE_DIR=cache_dir)
-    script = PROBE.format(lib=lib, benchmarks=str(BENCHMARKS), scale=scale, device=device)
+    script = PROBE.format(lib=lib, scale=scale, device=device)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=BENCHMARKS, capture_output=True, text=True,
+                          timeout=900)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         return {"error": f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"}
@@ -217,13 +288,13 @@ def startup_probe(lib: str, device: str, scale: float, cache_dir: str | None = N
     return {"wall_s": wall, "import_s": import_s, "first_step_s": step_s}
 
 
-def measure_startup(device: str, scale: float, torch: Any) -> dict:
+def measure_startup(device: str, scale: float, with_torch: bool) -> dict:
     """ember with an empty then a warm kernel cache, PyTorch in one fresh process (None without it)."""
     with tempfile.TemporaryDirectory(prefix="ember-startup-") as cache:
         empty = startup_probe("ember", device, scale, cache)
         warm = startup_probe("ember", device, scale, cache)
     return {"ember_empty_cache": empty, "ember_warm_cache": warm,
-            "torch": startup_probe("torch", device, scale) if torch is not None else None}
+            "torch": startup_probe("torch", device, scale) if with_torch else None}
 
 
 def _cell(value: float | None, spec: str, width: int) -> str:
@@ -297,21 +368,6 @@ def _selected(only: str | None, parser: argparse.ArgumentParser) -> tuple[list[W
     return [known[n] for n in names if n != STARTUP], STARTUP in names
 
 
-def load_torch(device: str, threads: int) -> Any:
-    """PyTorch at ``threads`` threads, usable on ``device`` (TF32 off on CUDA: a float32 comparison), or None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.set_num_threads(threads)
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            return None
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-    return torch
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -324,34 +380,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--only", help="comma-separated names: " + ",".join([w.name for w in WORKLOADS] + [STARTUP]))
     parser.add_argument("--no-torch", action="store_true", help="ember alone even where PyTorch is installed")
     parser.add_argument("--no-limits", action="store_true", help="skip measuring the CPU's ceilings")
+    parser.add_argument("--solo-check", action="store_true",
+                        help="also time torch's MLP step with no ember process beside it (adds mlp to --only)")
     parser.add_argument("--json", type=Path, help="write the figures here (rewritten as the run goes)")
     return parser
 
 
-def _thread_report(threads: int, torch: Any) -> dict:
-    """The thread counts each library actually runs with."""
-    return {"requested": threads, "ember": ember.get_num_threads(),
-            "torch": torch.get_num_threads() if torch is not None else None,
-            "environment": {name: os.environ.get(name) for name in THREAD_VARIABLES}}
-
-
-def _header(args: argparse.Namespace, torch: Any) -> dict:
+def _header(args: argparse.Namespace, ours: dict, theirs: dict | None) -> dict:
+    """The report's first entries, from what the ember and torch workers said they loaded."""
     on_cuda = args.device == "cuda"
-    return {"device": args.device, "device_name": ember.cuda.get_device_name() if on_cuda else "cpu",
-            "simulator": ember.cuda.is_simulator() if on_cuda else False,
-            "threads": _thread_report(args.threads, torch), "scale": args.scale, "repeats": args.repeats,
-            "budget_s": args.budget, "order": "alternating", "ember": ember.__version__,
-            "torch": torch.__version__ if torch is not None else None, "limits": None, "workloads": [],
-            "startup": None}
+    threads = {"requested": args.threads, "ember": ours["threads"], "torch": theirs and theirs["threads"],
+               "environment": {name: os.environ.get(name) for name in THREAD_VARIABLES}}
+    return {"device": args.device, "device_name": ours["device_name"] if on_cuda else "cpu",
+            "simulator": ours["simulator"] if on_cuda else False, "threads": threads, "scale": args.scale,
+            "repeats": args.repeats, "budget_s": args.budget, "order": "alternating",
+            "processes": "a fresh worker per framework and workload", "ember": ours["version"],
+            "ember_file": ours["file"], "torch": theirs and theirs["version"], "limits": None, "workloads": [],
+            "solo_check": None, "startup": None}
 
 
-def bench_row(workload: Workload, torch: Any, args: argparse.Namespace, ceiling: float | None) -> dict:
-    """Measure ``workload`` with ember and torch alternating, print its row, return its JSON entry."""
-    contenders = contenders_for(args.device, torch)
-    libs = [c.lib for c in contenders]
-    results = measure(contenders, workload, args.scale, args.device, args.repeats, args.budget)
-    del contenders  # their tensors go before the next workload's are made
-    release(args.device, libs)
+def bench_row(workload: Workload, frameworks: list[str], args: argparse.Namespace, ceiling: float | None) -> dict:
+    """Measure ``workload`` in fresh workers, ember and torch alternating; print its row, return its JSON entry."""
+    with started(frameworks, args.device, args.threads) as sides:
+        results = measure(sides, workload, args.scale, args.device, args.repeats, args.budget)
     ours, theirs = results[0], results[1] if len(results) > 1 else None
     print(format_row(workload, ours, theirs, ceiling), flush=True)
     torch_ok = theirs is not None and "error" not in ours and "error" not in theirs
@@ -368,8 +419,25 @@ def _shares(ours: dict, theirs: dict | None, ceiling: float | None) -> dict | No
     return {name: side["figure"] / ceiling for name, side in sides.items() if side is not None and "error" not in side}
 
 
+def solo_check(args: argparse.Namespace, in_suite: dict) -> dict:
+    """Torch's MLP step in a worker with no ember process beside it, next to its figure in the suite's MLP row."""
+    with started(["torch"], args.device, args.threads) as sides:
+        (alone,) = measure(sides, MLP, args.scale, args.device, args.repeats, args.budget)
+    return {"suite": in_suite, "alone": alone}
+
+
+def format_solo_check(check: dict) -> str:
+    sides = [check["suite"], check["alone"]]
+    failed = "; ".join(side["error"] for side in sides if "error" in side)
+    if failed:
+        return f"solo check: torch MLP step ERROR {failed}"
+    suite_ms, alone_ms = (side["median_s"] * 1e3 for side in sides)
+    return (f"solo check: torch MLP step {suite_ms:.3f} ms in the suite, {alone_ms:.3f} ms alone "
+            f"(suite/alone {suite_ms / alone_ms:.2f})")
+
+
 def run_sections(args: argparse.Namespace, workloads: list[Workload], with_startup: bool, report: dict,
-                 torch: Any) -> None:
+                 frameworks: list[str]) -> None:
     """The sections in order, each printed and saved as soon as it is measured (``report`` fills as it goes)."""
     save = (lambda: _write_json(args.json, report)) if args.json else (lambda: None)
     if args.device == "cpu" and not args.no_limits:
@@ -378,25 +446,37 @@ def run_sections(args: argparse.Namespace, workloads: list[Workload], with_start
         save()
     print(HEADER)
     for workload in workloads:
-        report["workloads"].append(bench_row(workload, torch, args, ceilings(report["limits"]).get(workload.unit)))
+        ceiling = ceilings(report["limits"]).get(workload.unit)
+        report["workloads"].append(bench_row(workload, frameworks, args, ceiling))
+        save()
+    if args.solo_check and "torch" in frameworks:
+        in_suite = next(entry["torch"] for entry in report["workloads"] if entry["name"] == MLP.name)
+        report["solo_check"] = solo_check(args, in_suite)
+        print(format_solo_check(report["solo_check"]), flush=True)
         save()
     if with_startup:
-        report["startup"] = measure_startup(args.device, args.scale, torch)
+        report["startup"] = measure_startup(args.device, args.scale, "torch" in frameworks)
         print("\n".join(format_startup(report["startup"])))
         save()
 
 
 def run(args: argparse.Namespace, workloads: list[Workload], with_startup: bool) -> int:
-    """Set both frameworks up, print the run's header line, then the sections; 130 when interrupted."""
-    torch = None if args.no_torch else load_torch(args.device, args.threads)
-    ember.set_num_threads(args.threads)
-    report = _header(args, torch)
-    alternation = (f"timed batches alternate ember, torch ({SETTLE_S * 1e3:.0f} ms settle before each)"
-                   if torch is not None else "ember alone")
+    """Ask a first pair of workers what they load, print the run's header line, then the sections; 2 when ember
+    cannot run on the device, 130 when interrupted."""
+    with started(["ember"] if args.no_torch else ["ember", "torch"], args.device, args.threads) as sides:
+        ours, theirs = sides[0].info, sides[-1].info if len(sides) > 1 else None
+    if ours is None:
+        hint = " (install numba-cuda on a GPU machine, or set NUMBA_ENABLE_CUDASIM=1)" if args.device == "cuda" else ""
+        print(f"ember: {sides[0].error['error']}{hint}")
+        return 2
+    frameworks = ["ember", "torch"] if theirs else ["ember"]
+    report = _header(args, ours, theirs)
+    alternation = (f"timed batches alternate ember, torch ({SETTLE_S * 1e3:.0f} ms settle before each), "
+                   "a process each" if theirs else "ember alone")
     print(f"device {report['device_name']}   threads {args.threads}   scale {args.scale}   "
-          f"torch {report['torch'] or 'absent'}   {alternation}")
+          f"torch {report['torch'] or 'absent'}   {alternation}   ember from {Path(ours['file']).parent}")
     try:
-        run_sections(args, workloads, with_startup, report, torch)
+        run_sections(args, workloads, with_startup, report, frameworks)
     except KeyboardInterrupt:  # a time budget ran out (gpu_check.sh sends SIGINT): say where, keep the rest
         print(f"interrupted after {len(report['workloads'])} workload(s); the figures so far are in --json")
         return 130
@@ -408,10 +488,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.threads < 1 or not 0 < args.scale <= 1:
         parser.error("--repeats and --threads must be >= 1 and --scale in (0, 1]")
+    if args.solo_check and args.no_torch:
+        parser.error("--solo-check times torch: drop --no-torch")
     workloads, with_startup = _selected(args.only, parser)
-    if args.device == "cuda" and not ember.cuda.is_available():
-        print("ember: no CUDA device (install numba-cuda on a GPU machine, or set NUMBA_ENABLE_CUDASIM=1)")
-        return 2
+    if args.solo_check and MLP not in workloads:
+        workloads.append(MLP)
     return run(args, workloads, with_startup)
 
 

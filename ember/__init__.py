@@ -2,24 +2,28 @@
 
 ``import ember as torch`` gives the familiar names: tensors, dtypes, creation
 functions, elementwise and reduction ops, views, matmul, autograd.
+
+This module only re-exports: each name comes from the module that defines it, where its argument guard is
+applied too (``ember.tensor.arguments``). Importing the layers binds ``Tensor``'s methods
+(``ember.tensor.methods``, which ``ember.linalg`` and ``ember.nn.functional`` hand their methods to).
 """
 from . import _runtime  # noqa: F401  (must run before Numba is imported)
 
 from . import autograd, linalg, random
 from .autograd import enable_grad, inference_mode, is_anomaly_check_nan_enabled, is_anomaly_enabled, \
     is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
-from .tensor import methods as _methods
 from .tensor.creation import arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, \
     logspace, ones, ones_like, tensor, zeros, zeros_like
 from .tensor.conversion import clone
 from .tensor.device import device
 from .tensor.dtypes import (  # noqa: A004 - torch's names
     bool, can_cast, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
-    promote_types, set_default_dtype, uint8,
+    promote_types, result_type, set_default_dtype, uint8,
 )
 from .tensor.elementwise import add, addcdiv, addcmul, angle, bitwise_not, clamp, deg2rad, div, floor_divide, \
     isfinite, isinf, isnan, isneginf, isposinf, lerp, logical_not, mul, nan_to_num, positive, pow, rad2deg, round, \
     signbit, sub
+from .tensor.elementwise_functions import *  # noqa: F401,F403  (ember.sin, ember.atan2, ember.sin_, ember.arcsin, ...)
 from .tensor.indexing import argwhere, gather, index_add, index_copy, index_fill, index_put, index_put_, \
     index_select, masked_fill, masked_scatter, masked_select, nonzero, put, scatter, scatter_add, scatter_reduce, \
     take, take_along_dim, where
@@ -31,7 +35,7 @@ from .tensor.composite import float_power, heaviside, ldexp, ldexp_, logaddexp, 
     sinc_
 from .tensor.contractions import cdist, einsum, inner, kron, tensordot, trace
 from .tensor.nan_reduce import nanmean, nansum
-from .tensor.matmul import addmm, bmm, dot, matmul, mm, mv, outer
+from .tensor.matmul import addmm, bmm, dot, matmul, mm, mv, outer, outer as ger  # ger: torch's older name
 from .tensor.memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, \
     preserve_format
 from .tensor.printing import get_printoptions, set_printoptions
@@ -46,15 +50,13 @@ from .tensor.sorting import argsort, bincount, bucketize, cummax, cummin, histc,
 from .linalg import det, inv as inverse, matrix_power
 from .linalg.legacy import cholesky, cross, logdet, pinverse, qr, slogdet, svd
 from .tensor.tensor import Size, Tensor, is_tensor
-from ._tensor_arguments import guard_methods as _guard_methods, guard_namespace as _guard_namespace
 from .tensor.views import as_strided, broadcast_to, chunk, diagonal, expand, flatten, movedim, narrow, permute, \
     reshape, select, split, squeeze, t, transpose, unbind, unflatten, unsqueeze
+from .tensor.views import movedim as moveaxis, transpose as swapaxes, transpose as swapdims  # torch's other names
 
-_methods.bind()
+from . import nn  # noqa: E402
 
-from . import nn  # noqa: E402  (binds the nn Tensor methods, e.g. softmax)
-
-globals().update({k: v for k, v in nn.functional.torch_functions().items() if k not in globals()})
+globals().update(nn.functional.torch_functions())  # nn's functions torch also exports here: conv2d, softmax, ...
 
 from . import cuda, optim, utils  # noqa: E402  (ember.cuda imports no numba-cuda until CUDA is used)
 from . import profiler  # noqa: E402  (hooks nothing until a profile records)
@@ -68,94 +70,6 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
-
-
-def result_type(tensor1, tensor2) -> dtype:
-    """The dtype an op on these two operands (tensors or numbers) produces, by torch's promotion."""
-    from .tensor.dtypes import result_type_of
-
-    return result_type_of((tensor1, tensor2))
-
-
-def is_floating_point(input: Tensor) -> bool:
-    """Whether ``input`` has a floating dtype."""
-    return input.dtype.is_floating_point
-
-
-def numel(input: Tensor) -> int:
-    """Number of elements of ``input``."""
-    return input.numel()
-
-
-def _unary_function(name: str):
-    from .tensor.elementwise import unary
-
-    def fn(input: Tensor) -> Tensor:
-        return unary(name, input)
-
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} (see ``Tensor.{name}``)."
-    return fn if name in _NO_OUT else _with_out(fn, cast=name not in _EXACT_OUT)
-
-
-def _binary_function(name: str):
-    from .tensor.elementwise import binary
-
-    def fn(input, other) -> Tensor:
-        return binary(name, input, other)
-
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} with broadcasting (see ``Tensor.{name}``)."
-    return _with_out(fn, cast=True)
-
-
-def _method_function(name: str):
-    """``ember.name(input, ...)`` as ``input.name(...)``: torch's functions that are methods of their first tensor."""
-    method = getattr(Tensor, name)
-
-    def fn(input: Tensor, *args, **kwargs):
-        return method(input, *args, **kwargs)
-
-    fn.__name__ = name
-    fn.__doc__ = f"``input.{name}(...)`` (see ``Tensor.{name}``)."
-    return _with_out(fn) if name in _OUT_METHOD_FUNCTIONS else fn
-
-
-# torch functions that are the Tensor method of the same name: in-place forms and a few plain ones
-_METHOD_FUNCTIONS = ("clamp_", "clamp_min", "clamp_max", "clamp_min_", "clamp_max_", "deg2rad_", "rad2deg_",
-                     "nan_to_num_", "xlogy_", "zero_", "fill_", "detach", "detach_")
-_OUT_METHOD_FUNCTIONS = {"clamp_min", "clamp_max"}  # of those, the ones torch gives ``out=``
-_NO_OUT = {"relu"}  # unary functions whose torch form takes no ``out=``
-_EXACT_OUT = {"abs", "neg", "sign", "trunc", "frac", "ceil", "floor"}  # their ``out`` must have the result's dtype
-# unary ops with no in-place function in torch's namespace (only Tensor methods)
-_NO_INPLACE_FUNCTION = {"erfinv", "lgamma", "digamma", "trigamma", "sign"}
-_INPLACE_ALIASES = {"negative", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "fix", "clip"}
-
-
-def _export_elementwise() -> None:
-    from .tensor.elementwise import UNARY_OPS
-
-    namespace = globals()
-    for name in UNARY_OPS:
-        if name != "trigamma":  # internal: torch spells it polygamma(1, x)
-            namespace.setdefault(name, _unary_function(name))
-        if name not in _NO_INPLACE_FUNCTION:
-            namespace.setdefault(name + "_", _method_function(name + "_"))
-    for name in _METHOD_FUNCTIONS:
-        namespace.setdefault(name, _method_function(name))
-    for name in ("atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "copysign", "xlogy", "remainder", "fmod",
-                 "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-                 "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"):
-        namespace.setdefault(name, _binary_function(name))
-    for alias, name in {"absolute": "abs", "negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
-                        "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "arctan2": "atan2",
-                        "fix": "trunc", "sgn": "sign", "clip": "clamp", "multiply": "mul", "divide": "div", "subtract": "sub",
-                        "true_divide": "div", "greater": "gt", "less": "lt", "greater_equal": "ge",
-                        "less_equal": "le", "not_equal": "ne", "swapaxes": "transpose",
-                        "swapdims": "transpose", "moveaxis": "movedim"}.items():
-        namespace[alias] = namespace[name]
-        if alias in _INPLACE_ALIASES:
-            namespace[alias + "_"] = namespace[name + "_"]
 
 
 # -- the everyday surface around the ops (issue 16): new imports go below this line --
@@ -184,16 +98,12 @@ from .tensor.view_copies import alias_copy, as_strided_copy, detach_copy, diagon
     narrow_copy, permute_copy, select_copy, slice_copy, split_copy, split_with_sizes_copy, squeeze_copy, t_copy, \
     transpose_copy, unbind_copy, unfold_copy, unsqueeze_copy, view_copy  # noqa: E402
 from .tensor.predicates import adjoint, conj, conj_physical, conj_physical_, get_device, is_complex, is_conj, \
-    is_neg, is_nonzero, is_same_size, is_signed, resolve_conj, resolve_neg  # noqa: E402
+    is_floating_point, is_inference, is_neg, is_nonzero, is_same_size, is_signed, numel, resolve_conj, \
+    resolve_neg  # noqa: E402
 from .tensor.views import resize_as_  # noqa: E402
 from .autograd.anomaly_mode import set_anomaly_enabled  # noqa: E402
-from .autograd.grad_mode import is_inference  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)
 from .tensor.quantile import nanquantile, quantile  # noqa: E402
-from .tensor.out_arg import with_out as _with_out  # noqa: E402
-ger = outer  # torch's older name of outer
-gcd, lcm, nextafter = (_binary_function(name) for name in ("gcd", "lcm", "nextafter"))
-gcd_, lcm_ = _method_function("gcd_"), _method_function("lcm_")
 from .linalg.matrix_functions import matrix_exp  # noqa: E402
 from .linalg.norms import dist  # noqa: E402
 from . import accelerator, backends, distributed  # noqa: E402
@@ -201,16 +111,17 @@ from ._settings import get_default_device, get_float32_matmul_precision, get_num
     get_num_threads, is_storage, set_default_device, set_float32_matmul_precision, set_num_interop_threads, \
     set_num_threads, typename  # noqa: E402
 from . import hub, testing  # noqa: E402  (torch.hub's checkpoint cache, torch.testing's assert_close/make_tensor)
+from . import special  # noqa: E402  (torch.special)
 from .tensor.legacy_types import CPU_TYPES as _LEGACY_TYPES, set_default_tensor_type  # noqa: E402
 from ._determinism import are_deterministic_algorithms_enabled, get_deterministic_debug_mode, \
     is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode, \
     use_deterministic_algorithms  # noqa: E402
 from .utils import deterministic as _deterministic  # noqa: E402,F401  (ember.utils.deterministic)
 
-globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor, ... (torch's legacy tensor types)
+globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor, ... (torch's legacy tensor types, made from a table)
 
-_export_elementwise()
-for _namespace in (globals(), vars(nn.functional), vars(linalg)):
-    _guard_namespace(_namespace)  # a non-tensor where a tensor goes: torch's TypeError, not an AttributeError
-_guard_methods(Tensor)
+# Start-up policy, not exports, run last, once everything ember imports exists: one BLAS thread unless the
+# environment says otherwise (every BLAS library loaded by now is capped), and the collector stops walking every
+# object the imports above made (see ``_runtime.freeze_imported_objects``).
+_settings.apply_blas_default()
 _runtime.freeze_imported_objects()

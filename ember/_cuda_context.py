@@ -2,7 +2,7 @@
 
 Numba allocates and launches in whatever CUDA context is current. torch wraps each op in a device guard; ember
 switches instead where an op picks its backend (``ember.tensor._dispatch``) and where device storage allocates
-or launches on its own (``ember.cuda_kernels.ndarray``), and leaves the context there: the next op on the same
+or launches on its own (``ember.kernels.cuda.ndarray``), and leaves the context there: the next op on the same
 device pays one integer compare. This is not the *current device* of ``ember.cuda.set_device`` (what "cuda"
 without an index means), which ``ember.cuda._state`` keeps. Kept apart from ``ember.cuda`` so that the tensor
 layer and the kernels import it without cycles.

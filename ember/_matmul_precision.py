@@ -1,7 +1,7 @@
 """The float32 matrix-product precision (``ember.set_float32_matmul_precision``), one value per process.
 
 Kept in a module of its own with no imports from ember, so that the settings surface (``ember._settings``,
-``ember.backends.cuda.matmul``) and the CUDA kernels' cuBLAS path (``ember.cuda_kernels.vendor_blas``) share it
+``ember.backends.cuda.matmul``) and the CUDA kernels' cuBLAS path (``ember.kernels.cuda.vendor_blas``) share it
 without an upward import.
 """
 from __future__ import annotations

@@ -13,17 +13,31 @@ from __future__ import annotations
 import ctypes
 import gc
 import glob
+import hashlib
 import os
 import sys
 
 
 def kernel_cache_dir() -> str:
-    """The folder compiled kernels are cached in (``$EMBER_CACHE_DIR`` or a per-user one)."""
+    """The folder compiled kernels are cached in (``$EMBER_CACHE_DIR`` or a per-user one).
+
+    The per-user folder is named by a digest of the shared kernel definitions (``ember/kernels/common``): Numba
+    stamps a cached kernel by its own file only, so a CPU kernel that inlines a shared helper would otherwise
+    outlive a change to that helper (an upgrade of ember, or an edit)."""
     explicit = os.environ.get("EMBER_CACHE_DIR") or os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
         return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "ember", "kernels")
+    return os.path.join(base, "ember", "kernels", _shared_definitions_digest())
+
+
+def _shared_definitions_digest() -> str:
+    h = hashlib.sha256()
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "common")
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".py")):
+        with open(os.path.join(folder, name), "rb") as f:
+            h.update(name.encode() + f.read())
+    return h.hexdigest()[:16]
 
 
 def _usable_dir(path: str) -> bool:

@@ -140,13 +140,11 @@ def get_num_interop_threads() -> int:
     return numba.config.NUMBA_DEFAULT_NUM_THREADS if _interop_threads is None else _interop_threads
 
 
-def _apply_blas_default() -> None:
-    """One BLAS thread at import, unless the user chose a count through the environment."""
+def apply_blas_default() -> None:
+    """One BLAS thread, unless the user chose a count through the environment. ``import ember`` calls it last,
+    once every BLAS its imports load (NumPy's, SciPy's) is there to be capped."""
     if not any(os.environ.get(name) for name in BLAS_THREAD_VARIABLES):
         _limit_blas(1)
-
-
-_apply_blas_default()
 
 __all__ = ["set_default_device", "get_default_device", "set_float32_matmul_precision", "get_float32_matmul_precision",
            "typename", "is_storage", "set_num_threads", "get_num_threads", "set_num_interop_threads",

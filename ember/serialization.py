@@ -28,10 +28,9 @@ from typing import Any, BinaryIO, Callable, Union
 
 import numpy as np
 
-from .cpu_kernels.layout import root_array
 from .tensor import dtypes
-from .tensor._dispatch import on_device
 from .tensor.device import as_device, device as _device
+from .tensor.host_views import HostViews, root_array
 from .tensor.tensor import Size, Tensor
 
 MAGIC = b"EMBERSV\0"
@@ -74,7 +73,7 @@ class _Writer:
         self._storage_ids: dict[int, int] = {}
         self._keep: list[Any] = []  # keeps every id() above alive while the walk runs
         self._open: set[int] = set()
-        self._device_copies: dict[int, np.ndarray] = {}
+        self._host = HostViews()  # one host copy per device buffer, so views of a CUDA storage share it in the file
 
     def encode(self, obj: Any, where: str) -> Any:
         if obj is None:
@@ -132,7 +131,7 @@ class _Writer:
         if index is None:
             from .nn.parameter import Parameter
 
-            node = self._layout(self._host_view(t._array), where)
+            node = self._layout(self._host.of(t), where)
             if t.is_cuda:
                 node["device"] = str(t.device)
             node["requires_grad"] = bool(t.requires_grad)
@@ -141,19 +140,6 @@ class _Writer:
             self.tensors.append(node)
             self._keep.append(t)
         return index
-
-    def _host_view(self, a: Any) -> np.ndarray:
-        """A host array with ``a``'s elements: ``a`` itself on the CPU; for device storage, the same view of a host
-        copy of its whole buffer (one copy per buffer, so views of one CUDA storage share it in the file too)."""
-        if not on_device(a):
-            return a
-        host = self._device_copies.get(id(a.buffer))
-        if host is None:
-            host = self._device_copies[id(a.buffer)] = a.buffer.copy_to_host()
-            self._keep.append(a.buffer)
-        item = a.dtype.itemsize
-        return np.ndarray(a.shape, a.dtype, buffer=host, offset=a.offset * item if a.numel else 0,
-                          strides=tuple(s * item for s in a.strides))
 
     def _layout(self, a: np.ndarray, where: str) -> dict:
         """Where ``a`` lies in its storage: the storage index, byte offset and byte strides."""

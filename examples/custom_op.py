@@ -91,7 +91,7 @@ def flat(t: ember.Tensor):
 
 def launch(n: int) -> tuple[int, int]:
     """(blocks, threads) for a grid-stride loop over n items, with ember's caps (tiny under the simulator)."""
-    from ember.cuda_kernels.launch import grid
+    from ember.kernels.cuda.launch import grid
 
     return grid(n)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember._tensor_arguments import guarded
+from ember.tensor.arguments import tensor_args as guarded
 
 X = np.arange(12.0, dtype=np.float32).reshape(3, 4)
 

@@ -353,3 +353,40 @@ def test_cumprod_gradient_with_zeros_matches_finite_differences():
     x = ember.tensor([[2.0, 0.0, 3.0, 0.5], [1.0, 2.0, 0.0, 0.0]], dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradcheck(lambda t: t.cumprod(1), (x,))
     assert ember.autograd.gradgradcheck(lambda t: t.cumprod(1), (x,))
+
+
+def test_named_function_records_under_the_given_name_and_shares_the_op():
+    from ember.tensor.reduce import Sum
+
+    over_dims = Sum.named("SumBackward1")
+    assert over_dims is Sum.named("SumBackward1") and issubclass(over_dims, Sum) and over_dims.__name__ == "Sum"
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    y = over_dims.apply(x, (1,), False, x.dtype)
+    assert y.grad_fn.name() == "SumBackward1" and y.grad_fn._saved_dim == (1,) and y.grad_fn._saved_keepdim is False
+    assert Sum.apply(x, (1,), False, x.dtype).grad_fn.name() == "SumBackward0"
+    (y * ember.tensor([1.0, 10.0], dtype=ember.float64)).sum().backward()
+    assert x.grad.tolist() == [[1.0, 1.0], [10.0, 10.0]]
+
+
+def _python_calls(fn) -> list[str]:
+    import sys
+
+    names = []
+    sys.setprofile(lambda frame, event, arg: names.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+@pytest.mark.parametrize("op, node", [
+    (lambda a: a.sum(1), "SumBackward1"), (lambda a: a.t(), "TBackward0"), (lambda a: a.transpose(0, 1),
+    "TransposeBackward0"), (lambda a: ember.stack([a, a]), "StackBackward0"),
+    (lambda a: a.index_select(0, ember.tensor([1])), "IndexSelectBackward0"),
+    (lambda a: a.matmul(a[None]), "UnsafeViewBackward0"), (lambda a: ember.aminmax(a).min, "AminmaxBackward0"),
+])
+def test_naming_nodes_costs_no_call_when_nothing_is_recorded(op, node):
+    calls = _python_calls(lambda: op(ember.ones(2, 2)))
+    assert "name_node" not in calls and "node_class" not in calls
+    assert op(ember.ones(2, 2, requires_grad=True)).grad_fn.name() == node

@@ -1,51 +1,42 @@
-"""Every backend provides the contract of ``ember.backend`` with the same signatures."""
-import inspect
+"""Every backend in this process against the whole backend contract (``ember.kernels.contract``).
 
-import numpy as np
+One test, parametrized over the backends and over the contract's parts (core functions, kernel families and
+the array surface); the checks are ``kernel_contract``'s, which ``tests/cuda/test_device_contract.py`` runs on
+the CUDA backend (the simulator, or a GPU). Here: the CPU backend, and in a child process the CPU backend with
+``NUMBA_DISABLE_JIT=1`` (its kernels as plain Python, every array access bounds-checked).
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from ember import backend, cpu_kernels, opcodes as op
+import kernel_contract
+from ember.kernels import contract
 
-BACKENDS = [pytest.param(cpu_kernels, id="cpu")]
-
-
-@pytest.mark.parametrize("module", BACKENDS)
-def test_backend_exports_contract_with_signatures(module):
-    assert isinstance(module, backend.Backend)
-    for name in backend.CONTRACT:
-        expected = list(inspect.signature(getattr(backend.Backend, name)).parameters)[1:]
-        assert list(inspect.signature(getattr(module, name)).parameters) == expected, name
+JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT") == "1"
+BACKENDS = [pytest.param(kernel_contract.CPU, id="cpu-nojit" if JIT_DISABLED else "cpu")]
 
 
-@pytest.mark.parametrize("module", BACKENDS)
-def test_backend_contract_computes(module):
-    x = np.arange(6, dtype=np.float64).reshape(2, 3)
-    out = np.empty_like(x)
-    module.unary(op.NEG, x, out)
-    np.testing.assert_array_equal(out, -x)
-    module.binary(op.MUL, x, x[0], out)
-    np.testing.assert_array_equal(out, x * x[0])
-    module.ternary(op.CLAMP, x, np.array(1.0), np.array(4.0), out)
-    np.testing.assert_array_equal(out, np.clip(x, 1, 4))
-    red = np.empty((1, 3))
-    module.reduce(op.R_SUM, x, (0,), red)
-    np.testing.assert_array_equal(red, x.sum(0, keepdims=True))
-    values, indices = np.empty((2, 1)), np.empty((2, 1), np.int64)
-    module.arg_reduce(op.A_MAX, x, 1, values, indices)
-    np.testing.assert_array_equal(indices.ravel(), [2, 2])
-    module.scan(op.S_SUM, x, 1, out)
-    np.testing.assert_array_equal(out, np.cumsum(x, 1))
-    prod = np.empty((1, 2, 2))
-    module.matmul(x[None], x.T[None], prod)
-    np.testing.assert_array_equal(prod[0], x @ x.T)
+@pytest.mark.parametrize("check", kernel_contract.contract_checks())
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backend_meets_the_contract(backend, check):
+    check(backend)
 
 
-@pytest.mark.parametrize("module", BACKENDS)
-def test_backend_provides_kernel_families_with_cpu_signatures(module):
-    for family, names in backend.KERNEL_FAMILIES.items():
-        mine, reference = getattr(module, family), getattr(cpu_kernels, family)
-        for name in names:
-            assert callable(getattr(mine, name)), (family, name)
-            assert inspect.signature(getattr(mine, name)) == inspect.signature(getattr(reference, name)), \
-                (family, name)
-            assert name in reference.__all__, (family, name)
+def test_every_name_of_the_array_surface_has_a_check():
+    assert sorted(kernel_contract.FUNCTION_CASES) == sorted(contract.ARRAY_FUNCTIONS)
+    assert sorted(kernel_contract.METHOD_CASES) == sorted(contract.ARRAY_METHODS)
+    assert len(set(contract.ARRAY_UFUNCS)) == len(contract.ARRAY_UFUNCS)
+    assert all(name in contract.ARRAY_UFUNCS for name in kernel_contract.OPERATORS.values())
+
+
+@pytest.mark.skipif(JIT_DISABLED, reason="this is the child process")
+def test_the_cpu_backend_meets_the_contract_with_jit_disabled():
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                             "-k", "test_backend_meets_the_contract"], cwd=Path(__file__).parents[1], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout.splitlines()[-1]

@@ -1,4 +1,5 @@
-"""CPU reduction, arg-reduction, scan and matmul kernels against NumPy, and against torch for torch's index rules.
+"""CPU reduction, arg-reduction, scan and matmul kernels against NumPy, and against torch for torch's index rules
+(the tensor-level reductions above them: tests/test_reductions.py).
 
 Hypothesis draws shapes (0-d and 0-size dims included), every ember dtype, and
 views that are non-contiguous, reversed, transposed or broadcast (0 strides).
@@ -11,9 +12,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ember import opcodes as op
-from ember.cpu_kernels.products import matmul
-from ember.cpu_kernels.reductions import arg_reduce, reduce
-from ember.cpu_kernels.scans import scan, scan_indices
+from ember.kernels.cpu.products import matmul
+from ember.kernels.cpu.reductions import arg_reduce, reduce
+from ember.kernels.cpu.scans import scan, scan_indices
 
 DTYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64]
 # derandomize: the same examples every run, so a warm kernel cache compiles nothing.
@@ -297,41 +298,3 @@ def test_matmul_int_matches_torch_wrapping():
     out = np.empty((1, 1, 1), np.uint8)
     matmul(a, b, out)
     assert out[0, 0, 0] == torch.from_numpy(a[0]).matmul(torch.from_numpy(b[0])).item()
-
-
-# ---- argument checks and values of the reductions above these kernels (issue 8 fuzz findings) ----------------------
-
-def _raised(call) -> tuple[type, str]:
-    with pytest.raises(Exception) as info:
-        call()
-    return type(info.value), str(info.value)
-
-
-def test_prod_refuses_explicit_dim_none(torch_ref):
-    for lib in (ember, torch_ref):
-        x = lib.ones(2, 3)
-        assert lib.prod(x).item() == 1.0
-        assert _raised(lambda: lib.prod(x, dim=None))[0] is TypeError
-    assert _raised(lambda: ember.prod(ember.ones(2), dim=None)) == (
-        TypeError, "prod(): argument 'dim' must be int, not NoneType")
-    np.testing.assert_array_equal(ember.ones(2, 3).prod(1, keepdim=True).numpy(), np.ones((2, 1), np.float32))
-
-
-@pytest.mark.parametrize("name", ["argmax", "argmin"])
-@pytest.mark.parametrize("dim", [None, 0])
-def test_arg_extremes_refuse_bool(torch_ref, name, dim):
-    expected = _raised(lambda: getattr(torch_ref, name)(torch_ref.ones(3, dtype=torch_ref.bool), dim))
-    assert _raised(lambda: getattr(ember, name)(ember.ones(3, dtype=ember.bool), dim)) == expected
-    assert expected == (RuntimeError, f"{name}(): does not support bool input")
-
-
-@pytest.mark.parametrize("dim", [None, 0])
-def test_float32_std_of_huge_values_does_not_overflow(torch_ref, dim):
-    """torch accumulates the variance in float64: the std of ~1e20 float32 values is finite, their var is inf."""
-    values = np.array([1e20, -1e20, 3e20, 2.5e19], np.float32)
-    ours, theirs = ember.tensor(values), torch_ref.tensor(values)
-    for name in ("std", "var"):
-        got, want = getattr(ours, name)(dim), getattr(theirs, name)(dim)
-        assert got.dtype is ember.float32
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
-    assert np.isfinite(ours.std(dim).item()) and np.isinf(ours.var(dim).item())

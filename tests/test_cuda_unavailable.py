@@ -65,7 +65,7 @@ with warnings.catch_warnings(record=True) as caught:
     batches = list(DataLoader(ember.ones(4, 2), batch_size=2, pin_memory=True))
 out["pin_warnings"] = [str(w.message) for w in caught]
 out["batches_unpinned"] = len(batches) == 2 and not any(b.is_pinned() for b in batches)
-out["kernels_loaded"] = any(m.startswith("ember.cuda_kernels") for m in sys.modules)
+out["kernels_loaded"] = any(m.startswith("ember.kernels.cuda") for m in sys.modules)
 print(json.dumps(out))
 """
 
@@ -102,7 +102,7 @@ def test_emm_plugin_satisfies_numbas_interface():
     out = _run("""
         import json, inspect
         from numba.cuda.cudadrv import driver
-        from ember.cuda_kernels.allocator import plugin_class
+        from ember.kernels.cuda.allocator import plugin_class
         cls = plugin_class()
         mgr = cls(context=None)  # what numba.cuda.set_memory_manager does to check the version
         print(json.dumps({"version": mgr.interface_version, "abstract": sorted(cls.__abstractmethods__),

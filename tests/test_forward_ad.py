@@ -10,7 +10,6 @@ import ember
 import ember.autograd.forward_ad as fwAD
 import ember.autograd.functional as EF
 import ember.nn.functional as F
-from ember.autograd import forward_rules
 from ember.autograd.function import Function, _APPLY_WRAPPERS
 
 RNG = np.random.default_rng(7)
@@ -197,11 +196,38 @@ def test_nn_ops_match_central_differences(name):
 @pytest.mark.parametrize("name", ["conv2d", "layer_norm", "cross_entropy"])
 def test_generic_rule_ops_have_no_formula(name):
     """These go through the double-backward rule: guard that they really do (else the test above proves less)."""
-    from ember.nn.functional.conv import _Conv
-    from ember.nn.functional.loss import _ClassNLL
-    from ember.nn.functional.normalization import _RowsNorm
+    from ember.tensor.fused.conv import _Conv
+    from ember.tensor.fused.losses import _ClassNLL
+    from ember.tensor.fused.normalization import _RowsNorm
 
-    assert forward_rules.rule_for({"conv2d": _Conv, "layer_norm": _RowsNorm, "cross_entropy": _ClassNLL}[name]) is None
+    cls = {"conv2d": _Conv, "layer_norm": _RowsNorm, "cross_entropy": _ClassNLL}[name]
+    assert not hasattr(cls, "jvp_rule") and not hasattr(cls, "jvp")
+
+
+# Ops whose Function carries its own ``jvp_rule`` (the generic double-backward rule must not be needed for them).
+OWN_RULE = {
+    "unary": (((2, 3),), lambda a: a.sin()),
+    "binary": (((2, 3), (3,)), lambda a, b: a * b - b),
+    "where": (((2, 3), (2, 3)), lambda a, b: ember.where(a.detach() > 0, a, b)),
+    "sum_view_cat_index": (((3, 4),), lambda a: ember.cat([a.sum(1), a.t()[1], a[[0, 2]].reshape(-1)])),
+    "matmul": (((2, 3), (3, 4)), lambda a, b: a @ b),
+    "linear": (((2, 4), (3, 4), (3,)), lambda x, w, b: F.linear(x, w, b)),
+    "activation_softmax_pad": (((3, 4),), lambda a: F.pad(F.gelu(a).log_softmax(1), (1, 1))),
+}
+
+
+def _no_generic_rule(monkeypatch):
+    def generic(cls, *_):
+        raise AssertionError(f"{cls.__name__} took the generic rule")
+
+    monkeypatch.setattr(fwAD, "_generic", generic)
+
+
+@pytest.mark.parametrize("name", sorted(OWN_RULE))
+def test_ops_with_their_own_jvp_rule_skip_the_generic_rule(name, monkeypatch):
+    _no_generic_rule(monkeypatch)
+    shapes, f = OWN_RULE[name]
+    _check(f, _arrays(*shapes), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(NN))
@@ -238,7 +264,8 @@ def test_tangent_matches_reverse_mode_jacobian():
 
 
 @pytest.mark.parametrize("dropout", [F.dropout, F.alpha_dropout])
-def test_dropout_tangent_uses_the_same_mask(dropout):
+def test_dropout_tangent_uses_the_same_mask(dropout, monkeypatch):
+    _no_generic_rule(monkeypatch)  # dropout's own rule, with its generator rewound (the generic one would redraw)
     x, t = _arrays((4, 6), (4, 6))
     leaf = _t(x, requires_grad=True)
     ember.manual_seed(3)

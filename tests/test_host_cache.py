@@ -6,7 +6,7 @@ import gc
 import numpy as np
 
 import ember
-from ember.cpu_kernels import host_cache
+from ember.kernels.cpu import host_cache
 
 
 def test_small_arrays_are_plain_and_large_ones_reuse_freed_buffers():

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import ember
 import ember.nn as nn
-from ember.nn.functional._recurrent import scan, scan_reference
+from ember.tensor.fused.recurrent import scan, scan_reference
 from ember.nn.utils import rnn as rnn_utils
 
 

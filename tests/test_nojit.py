@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent("""
     import numpy as np
     import ember
     from ember import opcodes as op
-    from ember.cpu_kernels import arg_reduce, binary, matmul, reduce, scan, ternary, unary
+    from ember.kernels.cpu import arg_reduce, binary, matmul, reduce, scan, ternary, unary
 
     rng = np.random.default_rng(0)
     base = rng.standard_normal((3, 4, 5))

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import ember
 from ember import opcodes as op
-from ember.cpu_kernels import elementwise as cpu_elementwise
-from ember.cpu_kernels.one_element import one_value
+from ember.kernels.cpu import elementwise as cpu_elementwise
+from ember.kernels.cpu.one_element import one_value
 
 _UFUNCS = {op.ADD: np.add, op.SUB: np.subtract, op.MUL: np.multiply, op.DIV: np.true_divide}
 _DTYPES = [np.float16, np.float32, np.float64]

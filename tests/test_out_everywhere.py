@@ -258,6 +258,14 @@ CASES = {
     "linalg.lu_solve": lambda T: ((*T.spd.lu(), T.spd[:, :2]), {}),
     "linalg.tensorinv": lambda T: ((T.spd,), {"ind": 1}),
     "linalg.tensorsolve": lambda T: ((T.spd, T.spd[0]), {}),
+    # torch.special
+    **{"special." + name: _u(name) for name in ("digamma", "psi", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
+                                                 "expit", "expm1", "gammaln", "i0", "log1p", "logit", "round",
+                                                 "sinc")},
+    **{"special." + name: _b(name) for name in ("gammainc", "gammaincc", "xlog1py", "xlogy")},
+    "special.logsumexp": lambda T: ((T.x, 1), {}),
+    "special.multigammaln": lambda T: ((T.x + 2, 2), {}),
+    "special.polygamma": lambda T: ((1, T.x), {}),
 }
 # results that are random (or uninitialised): compared by shape and dtype only
 RANDOM = {"empty", "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial"}

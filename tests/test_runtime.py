@@ -31,3 +31,17 @@ def test_importing_ember_freezes_the_imported_objects_unless_told_not_to():
     env["EMBER_GC_FREEZE"] = "0"
     kept = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert int(kept.stdout) == 0
+
+
+def test_the_default_kernel_cache_is_named_by_the_shared_definitions(tmp_path, monkeypatch):
+    """A change to ember/kernels/common (which CPU kernels inline) must not reuse kernels cached before it."""
+    from ember import _runtime
+
+    for name in ("EMBER_CACHE_DIR", "NUMBA_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = Path(_runtime.kernel_cache_dir())
+    assert folder.parent == tmp_path / "ember" / "kernels"
+    assert folder.name == _runtime._shared_definitions_digest() and len(folder.name) == 16
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "mine"))
+    assert _runtime.kernel_cache_dir() == str(tmp_path / "mine")

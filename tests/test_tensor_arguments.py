@@ -6,7 +6,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember._tensor_arguments import guarded
+from ember.tensor.arguments import tensor_args as guarded
 
 
 @pytest.mark.parametrize("call, message", [

@@ -11,9 +11,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..cpu_kernels.elementwise import add_into
+from ..tensor.tensor import Tensor
+from ..tensor.creation import zeros
+from ..tensor.elementwise import add_into
 from . import function as _function
-from .function import NO_EDGE, AccumulateGrad, FunctionCtx, Node
+from .function import AccumulateGrad, FunctionCtx, Node
 from .grad_mode import _set_enabled, is_grad_enabled
 
 
@@ -35,27 +37,20 @@ def _collect(roots: list[Node]) -> tuple[list[Node], dict[Node, list[Node]]]:
     by identity, which saves an ``id()`` call per lookup on a path that runs for every node."""
     order: list[Node] = []
     kids: dict[Node, list[Node]] = {}
-    for root in roots:
-        if root in kids:
-            continue
-        kids[root] = first = _children(root)
-        stack = [(root, iter(first))]
-        while stack:
-            node, it = stack[-1]
-            child = next(it, None)
-            if child is None:
-                stack.pop()
-                order.append(node)
-            elif child not in kids:
-                kids[child] = grandchildren = _children(child)
-                stack.append((child, iter(grandchildren)))
+    stack: list = [(None, iter(roots))]  # the roots are the children of a stand-in for the top
+    while stack:
+        node, it = stack[-1]
+        child = next(it, None)
+        if child is None:
+            stack.pop()
+            order.append(node)
+        elif child not in kids:
+            # the nodes ``child`` sends gradients to, one entry per edge (inline: this runs for every node)
+            kids[child] = grandchildren = [e[0] for e in child._edges if e]  # None and NO_EDGE are false
+            stack.append((child, iter(grandchildren)))
+    order.pop()  # the stand-in, the last to finish
     order.reverse()
     return order, kids
-
-
-def _children(node: Node) -> list[Node]:
-    """The nodes ``node`` sends gradients to, one entry per edge."""
-    return [edge[0] for edge in node._edges if edge is not None and edge is not NO_EDGE]
 
 
 def _needed(order: list[Node], kids: dict[Node, list[Node]], targets: set[Node] | None) -> set[Node] | None:
@@ -87,12 +82,13 @@ def _pending(kids: dict[Node, list[Node]], needed: set[Node] | None) -> dict[Nod
 
 def _accumulate(buffer: list, index: int, grad: Any, owned: dict[int, Any] | None = None) -> None:
     """Add ``grad`` into ``buffer[index]``. With ``owned`` (no graph of the backward is built), the first sum is a
-    new tensor only the engine holds, and later contributions are added into it in place: a leaf used by many
-    ops (a weight shared across time steps) costs one NumPy add per use, not a whole tensor op."""
+    new tensor only the engine holds, and later contributions are added into it in place by ``add_into`` (the
+    tensor layer's): a leaf used by many ops (a weight shared across time steps) costs one NumPy add per use, not
+    a whole tensor op."""
     current = buffer[index]
     if current is None:
         buffer[index] = grad
-    elif owned is not None and id(current) in owned and add_into(current._array, grad._array):
+    elif owned is not None and id(current) in owned and add_into(current, grad):
         return
     else:
         total = buffer[index] = current + grad
@@ -118,8 +114,6 @@ def _check_grad(node: Node, index: int, grad: Any, meta: tuple) -> Any:
 
 
 def _zeros_for(node: Node, index: int):
-    from ..tensor.creation import zeros
-
     meta = node._output_meta[index]
     if meta is None:  # a non-tensor output gets no gradient
         return None
@@ -194,7 +188,7 @@ def run_backward(
                 node._release()
             n_grads = len(in_grads)
             for i, edge in enumerate(node._edges):
-                if edge is None or edge is NO_EDGE:
+                if not edge:  # None or NO_EDGE: no gradient goes there
                     continue
                 child, child_index = edge
                 if needed is not None and child not in needed:
@@ -283,8 +277,6 @@ def _call_node_anomaly(node: FunctionCtx, buf: list) -> tuple:
 def _check_nan(node: Node, result: tuple) -> None:
     """NaN in any output first (torch's check and message), then inf (torch checks NaN only; the issue asks for
     both: an infinite gradient is as much a bug to find)."""
-    from ..tensor.tensor import Tensor
-
     grads = [(i, g.detach()) for i, g in enumerate(result) if isinstance(g, Tensor) and g.dtype.is_floating_point]
     for kind, test in (("nan", Tensor.isnan), ("inf", Tensor.isinf)):
         for i, g in grads:

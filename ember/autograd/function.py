@@ -14,8 +14,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._grad_state import INFERENCE_SEEN as _INFERENCE_SEEN, state as _grad_modes
+from ..tensor.tensor import Tensor
 from . import node_names, saved_attributes
-from .grad_mode import _state as _grad_modes, no_grad
+from .grad_mode import no_grad
 
 # Anomaly mode (``anomaly_mode.set_detect_anomaly`` rebinds these): when on, a recorded call keeps its forward
 # traceback on the node and the engine checks backward results for NaN. Off costs one global check per recorded call.
@@ -26,8 +28,10 @@ _SAVED_HOOKS: list = []
 
 
 # The edge of an input tensor that needs no gradient: torch lists it as ``(None, 0)`` in ``next_functions``, while
-# inputs that are not (floating) tensors get no entry. The engine passes over both.
-NO_EDGE = (None, 0)
+# inputs that are not (floating) tensors (None) get no entry. Empty, so false as None is: the engine passes over
+# both with one truth test per edge.
+NO_EDGE = ()
+_LISTED_NO_EDGE = (None, 0)
 
 
 class Node:
@@ -48,8 +52,8 @@ class Node:
     def next_functions(self) -> tuple:
         """``(node, input_nr)`` per input, as torch lists them: ``(None, 0)`` for an input that needs no grad."""
         if self._lists_numbers:
-            return tuple(NO_EDGE if e is None else e for e in self._edges)
-        return tuple(e for e in self._edges if e is not None)
+            return tuple(e or _LISTED_NO_EDGE for e in self._edges)
+        return tuple(e or _LISTED_NO_EDGE for e in self._edges if e is not None)
 
     @property
     def metadata(self) -> dict:
@@ -163,9 +167,10 @@ class FunctionCtx(Node):
     def save_for_backward(self, *tensors: Any) -> None:
         """Keep tensors for backward; an in-place change to one before backward is an error."""
         if self.needs_input_grad:  # a recorded call (forward also runs unrecorded, where nothing is kept for long)
-            for t in tensors:
-                if t is not None and t._version.inference:
-                    raise RuntimeError(_INFERENCE_SAVED)
+            if _INFERENCE_SEEN[0]:
+                for t in tensors:
+                    if t is not None and t._version.inference:
+                        raise RuntimeError(_INFERENCE_SAVED)
             if _SAVED_HOOKS:
                 self._pack_saved(tensors)
                 return
@@ -273,7 +278,7 @@ class _Packed:
 
     def unpack(self) -> Any:
         t = self.unpack_hook(self.value)
-        if not isinstance(t, _tensor_class()):
+        if not isinstance(t, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                             f"{type(t).__name__}")
         return t
@@ -299,7 +304,9 @@ def node_class(function: type, name: str) -> type:
 
 def name_node(t: Any, name: str) -> Any:
     """Give the node that just made ``t`` torch's name ``name`` for the op the caller implements (``t`` is
-    returned; nothing changes when no node was recorded). Only for a ``t`` the caller's own op call made."""
+    returned; nothing changes when no node was recorded). Only for a ``t`` the caller's own op call made: the
+    result of a composite op (``mean`` ends in a division). A public op that is one Function call takes
+    ``Function.named`` instead, which costs nothing per call."""
     node = t._grad_fn
     if node is not None:
         node.__class__ = node_class(node._forward_cls, name)
@@ -312,8 +319,12 @@ class FunctionMeta(type):
 
     def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
         super().__init__(name, bases, namespace)
-        cls._backward_cls = node_class(cls, node_names.default_name(cls))
-        cls._node_namer = node_names.namer(cls)
+        if "_backward_cls" not in namespace:  # else a ``Function.named`` variant, whose name is given
+            cls._backward_cls = node_class(cls, node_names.default_name(cls))
+            cls._node_namer = node_names.namer(cls)
+
+
+_NAMED: dict[tuple[type, str], type] = {}
 
 
 _FLAG_TUPLES: dict[tuple, tuple] = {}  # interned ``needs_input_grad`` patterns (up to 6 arguments: at most 127)
@@ -334,6 +345,18 @@ class Function(metaclass=FunctionMeta):
     @staticmethod
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
         raise NotImplementedError("a Function subclass must implement backward(ctx, *grad_outputs)")
+
+    @classmethod
+    def named(cls, node_name: str) -> type:
+        """This Function recording its nodes under torch's name ``node_name``: for a public op that shares the
+        Function with others and is told apart only by its caller (``sum`` over given dims is SumBackward1, over
+        all SumBackward0). Made once per name, and kept by the caller, so the choice costs nothing per call."""
+        found = _NAMED.get((cls, node_name))
+        if found is None:
+            namespace = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
+                         "_backward_cls": node_class(cls, node_name), "_node_namer": None}
+            found = _NAMED[(cls, node_name)] = type(cls)(cls.__name__, (cls,), namespace)
+        return found
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
@@ -409,20 +432,30 @@ def add_apply_wrapper(wrapper: Callable) -> Callable[[], None]:
     return remove
 
 
-_TENSOR = []
+def must_apply(x: Any, y: Any = None) -> bool:
+    """Whether an op on ``x`` (and ``y``; either may be a number) must go through its Function's ``apply``: it
+    records a graph node (grad mode is on and one of them requires grad), or something watches every ``apply``
+    (the profiler, forward-mode AD). Otherwise the op takes the fast road: its kernel alone, or its ``forward``
+    with ``NO_RECORD``. Every op with a fast road asks this, and nothing else; it runs for each such op, so it reads
+    the flags directly."""
+    if _APPLY_WRAPPERS:
+        return True
+    if getattr(x, "_requires_grad", False) or (y is not None and getattr(y, "_requires_grad", False)):
+        return _grad_modes.enabled
+    return False
 
 
-def _tensor_class() -> type:
-    """The Tensor class (imported on first use: the tensor layer sits above autograd)."""
-    if not _TENSOR:
-        from ..tensor.tensor import Tensor
+class _NoRecord:
+    """The ctx of a ``forward`` run on the fast road (see ``must_apply``): no input needs a gradient, so
+    ``forward`` saves nothing."""
 
-        _TENSOR.append(Tensor)
-    return _TENSOR[0]
+    needs_input_grad = ()
+
+
+NO_RECORD = _NoRecord()
 
 
 def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
-    Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
     if type(value) is np.ndarray or hasattr(value, "__ember_device_array__"):
         return Tensor._make(value)
     if isinstance(value, Tensor):
@@ -435,7 +468,7 @@ def _wrap_output(value: Any, inputs: tuple, ctx: FunctionCtx) -> Any:
 def _edge(t: Any) -> tuple | None:
     """Where the gradient for tensor ``t`` goes: its grad_fn, its leaf accumulator, or nowhere (None)."""
     edge = _input_edge(t)
-    return None if edge is NO_EDGE else edge
+    return edge or None
 
 
 def _input_edge(t: Any) -> tuple | None:
@@ -446,13 +479,18 @@ def _input_edge(t: Any) -> tuple | None:
         return (t._grad_fn, t._output_nr)
     if t._requires_grad:
         accumulator = t._accumulator  # made once per leaf; read directly on every op that uses the leaf
-        return (accumulator if accumulator is not None else t._grad_accumulator()).edge
+        return (accumulator if accumulator is not None else grad_accumulator(t)).edge
     return NO_EDGE if t._array.dtype.kind == "f" else None
 
 
-def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
-    Tensor = _TENSOR[0] if _TENSOR else _tensor_class()
+def grad_accumulator(t: Tensor) -> AccumulateGrad:
+    """The sink of leaf ``t``'s gradient (made on first use, then kept on the leaf)."""
+    if t._accumulator is None:
+        t._accumulator = AccumulateGrad(t)
+    return t._accumulator
 
+
+def _link(ctx: FunctionCtx, edges: tuple, outputs: tuple) -> None:
     ctx._edges = edges
     meta = []
     for i, out in enumerate(outputs):

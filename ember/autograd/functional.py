@@ -20,8 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import forward_ad
+from ..tensor.tensor import Tensor
+from ..tensor.joins import stack
+from . import dual_levels, forward_ad
 from .grad_mode import enable_grad
+from .gradients import grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -58,8 +61,6 @@ _HVP = ("The hessian of the user-provided function is independent of entry {i} i
 
 def _tensors(value: Any, what: str, name: str) -> tuple[bool, tuple]:
     """``(given_as_tuple, tensors)``, refusing anything but a Tensor or a tuple of Tensors."""
-    from ..tensor.tensor import Tensor
-
     given_as_tuple = isinstance(value, tuple)
     items = value if given_as_tuple else (value,)
     for i, item in enumerate(items):
@@ -118,8 +119,6 @@ def _settle(grads: tuple, refs: tuple, batch: tuple, strict: bool, checks: tuple
 def _pullback(outs: tuple, wrt: tuple, cotangents: tuple, create_graph: bool, strict: bool = False,
               checks: tuple | None = None, batched: bool = False, **where: int) -> tuple:
     """The cotangents pulled back from ``outs`` to ``wrt`` (outputs that do not require grad take no part)."""
-    from . import grad
-
     used = [(out, c) for out, c in zip(outs, cotangents) if out.requires_grad]
     grads = (None,) * len(wrt)
     if used:
@@ -208,7 +207,7 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False):
     """``(func(*inputs), J v)``, the Jacobian-vector product: pushed forward in forward mode, or by pulling back
     twice where the result must be differentiable, in strict mode, or inside an open dual level."""
-    if not (create_graph or strict or forward_ad._OPEN):
+    if not (create_graph or strict or dual_levels.OPEN):
         call = _Call("jvp", inputs, False, requires_grad=False)
         v = call.vector(v, like_outputs=False)
         tangents = tuple(t if t is not None else x.new_ones(tuple(x.shape)) for x, t in zip(call.inputs, v))
@@ -270,8 +269,6 @@ def _forward_jacobian(func: Callable, inputs: Any) -> Any:
 
 def _jacobian_block(out: Any, o: int, x: Any, columns: list) -> Any:
     """d out / d x shaped ``out.shape + x.shape``, from output ``o``'s tangent in each of ``x``'s columns."""
-    from ..tensor.joins import stack
-
     shape = tuple(out.shape) + tuple(x.shape)
     if not columns:
         return out.new_zeros(shape)
@@ -295,8 +292,6 @@ def _check_forward_mode(create_graph: bool, strict: bool, vectorize: bool) -> No
 
 def _jacobian_rows(call: _Call, strict: bool, vectorize: bool) -> tuple:
     """Per input, every output element's vjp stacked along dim 0: ``(sum of output numels, *input.shape)``."""
-    from ..tensor.joins import stack
-
     numels = [out.numel() for out in call.outputs]
     total = sum(numels)
     if vectorize and total:

@@ -9,34 +9,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-if TYPE_CHECKING:
-    from ..tensor.tensor import Tensor
+from .._grad_state import count_inference_block, state as _state
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled", "is_inference"]
-
-
-class _ThreadModes(threading.local):
-    """Per-thread modes; the class attributes are every new thread's defaults (read without a getattr default:
-    every op asks)."""
-
-    enabled = True
-    inference = False
-
-
-_state = _ThreadModes()
-# How many ``inference_mode`` blocks are open, in all threads: tensor creation reads this plain number first and
-# asks the (slower) thread-local state only while some block is open.
-INFERENCE_BLOCKS = [0]
-_BLOCKS_LOCK = threading.Lock()
-
-
-def _count_inference_block(change: int) -> None:
-    with _BLOCKS_LOCK:
-        INFERENCE_BLOCKS[0] += change
+           "is_inference_mode_enabled"]
 
 
 def is_grad_enabled() -> bool:
@@ -51,11 +29,6 @@ def _set_enabled(mode: bool) -> None:
 def is_inference_mode_enabled() -> bool:
     """Whether an ``inference_mode`` block is active in this thread."""
     return _state.inference
-
-
-def is_inference(input: Tensor) -> bool:
-    """Whether tensor ``input`` is an inference tensor (``torch.is_inference``)."""
-    return input.is_inference()
 
 
 def decorate(make_context: Callable[[], Any], func: Callable) -> Callable:
@@ -183,13 +156,13 @@ class inference_mode(_GradModeContext):
     def __enter__(self) -> None:
         self._prev_inference = is_inference_mode_enabled()
         _state.inference = self.mode
-        _count_inference_block(1)
+        count_inference_block(1)
         super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
         _state.inference = self._prev_inference
-        _count_inference_block(-1)
+        count_inference_block(-1)
 
     def clone(self) -> "inference_mode":
         return inference_mode(self.mode)

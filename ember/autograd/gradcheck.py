@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+from ..tensor.tensor import Tensor
+from ..tensor.creation import tensor, zeros_like
+from ..tensor.device import CPU, place
+from .grad_mode import enable_grad, no_grad
+from .gradients import grad
 
 
 class GradcheckError(RuntimeError):
@@ -17,27 +22,19 @@ def _tuple(x: Any) -> tuple:
 
 def _host64(t: Any) -> np.ndarray:
     """A tensor's values as a flat float64 host array (a copy)."""
-    from ..tensor.device import CPU, place
-
     return np.array(place(t._array, CPU), dtype=np.float64).reshape(-1)
 
 
 def _differentiable(inputs: tuple) -> list[int]:
-    from ..tensor.tensor import Tensor
-
     return [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
 
 def _outputs(fn: Callable, inputs: tuple) -> tuple:
-    from ..tensor.tensor import Tensor
-
     return tuple(o for o in _tuple(fn(*inputs)) if isinstance(o, Tensor) and o.dtype.is_floating_point)
 
 
 def _numerical(fn: Callable, inputs: tuple, wrt: list[int], eps: float) -> list[list[np.ndarray]]:
     """J[input][output] with shape (input numel, output numel), by central differences."""
-    from .grad_mode import no_grad
-
     with no_grad():
         base = _outputs(fn, inputs)
         jac = [[np.zeros((inputs[i].numel(), o.numel())) for o in base] for i in wrt]
@@ -59,9 +56,6 @@ def _numerical(fn: Callable, inputs: tuple, wrt: list[int], eps: float) -> list[
 
 
 def _analytical(fn: Callable, inputs: tuple, wrt: list[int]) -> list[list[np.ndarray]]:
-    from . import grad
-    from ..tensor.creation import zeros_like
-
     outputs = _outputs(fn, inputs)
     jac = [[np.zeros((inputs[i].numel(), o.numel())) for o in outputs] for i in wrt]
     for m, out in enumerate(outputs):
@@ -116,10 +110,6 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
                   check_grad_dtypes: bool = False, check_batched_grad: bool = False, fast_mode: bool = False,
                   masked: bool = False) -> bool:
     """gradcheck of the vector-Jacobian product: second derivatives against finite differences."""
-    from . import grad
-    from .grad_mode import enable_grad
-    from ..tensor.creation import tensor, zeros_like
-
     inputs = _tuple(inputs)
     wrt = _differentiable(inputs)
     outputs = _outputs(func, inputs)

@@ -4,7 +4,8 @@ A user's ``Function`` subclass ``Foo`` makes ``FooBackward`` nodes, as in torch.
 name torch's node has for the same call (``MulBackward0``, ``AddmmBackward0``): by default its class name plus
 ``Backward0``; ``_STATIC`` renames a class whose name differs from torch's; ``_NAMERS`` pick the name from the
 arguments of ``apply`` where one Function serves several torch ops. Where only the public function knows which
-op it is (the view ops, ``mean``, ``stack``), it renames the node itself with ``function.name_node``.
+op it is, it calls a ``Function.named`` variant (``sum`` over dims, ``stack``, ``index_select``), or, for the
+result of a composite op (``mean``, ``addmm``), renames the node with ``function.name_node``.
 """
 from __future__ import annotations
 

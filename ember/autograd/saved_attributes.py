@@ -39,7 +39,7 @@ class SavedTensor:
 
 
 def _tensor(t: Any) -> Any:
-    from ..tensor.creation import tensor
+    from ..tensor.creation import tensor  # not at the top: function.py imports this module, below the ops
 
     return tensor(t)
 
@@ -147,15 +147,13 @@ _LAYOUTS: dict[Any, dict] = {
     ("View", "SqueezeBackward0"): _SIZES, ("View", "SqueezeBackward1"): _SIZES,
     ("View", "SelectBackward0"): _SIZES, ("View", "SliceBackward0"): _SIZES,
 }
-# Unary ops whose torch node keeps nothing (their gradient needs neither input nor result).
-_SAVE_NOTHING = {"Neg", "Sign", "Floor", "Ceil", "Round", "Trunc", "Frac"}
 
 
 def _base_layout(cls: type) -> dict:
     """The layout every elementwise op of a kind shares: unary ops keep their input or result, binary ops their
     operands (and result)."""
     kinds = {base.__name__ for base in cls.__mro__[1:]}
-    if "_Unary" in kinds and cls.__name__ not in _SAVE_NOTHING:
+    if "_Unary" in kinds and (cls.uses_input or cls.uses_output):  # else, as torch's node, it keeps nothing
         return {"result": 1} if cls.uses_output else {"self": 0}
     if "_Binary" in kinds and cls.uses_inputs:
         return {"self": 0, "other": 1, **({"result": 2} if cls.uses_output else {})}

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import warnings
 from typing import Any
+from ..tensor.tensor import Tensor
+from ..tensor.creation import empty
 
 __all__ = ["Variable"]
 
 
 class _VariableMeta(type):
     def __instancecheck__(cls, instance: Any) -> bool:
-        from ..tensor.tensor import Tensor
-
         return isinstance(instance, Tensor)
 
 
@@ -22,9 +22,6 @@ class Variable(metaclass=_VariableMeta):
     """``Variable(data, requires_grad=False, volatile=False)``: ``data`` detached, as a plain Tensor."""
 
     def __new__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False) -> Any:
-        from ..tensor.creation import empty
-        from ..tensor.tensor import Tensor
-
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
                           stacklevel=2)

@@ -2,7 +2,7 @@
 
 ``matmul.allow_tf32`` is the float32 matmul precision seen as a bool, as in torch: True sets
 ``ember.set_float32_matmul_precision("high")``, False "highest". ember honours it where a GPU product goes to
-cuBLAS (through CuPy, when installed: ``ember.cuda_kernels.vendor_blas``), which a GPU convolution's GEMM does
+cuBLAS (through CuPy, when installed: ``ember.kernels.cuda.vendor_blas``), which a GPU convolution's GEMM does
 too. ember's own Numba matmul kernel always computes in full float32, so there the switch changes nothing.
 ``allow_fp16_reduced_precision_reduction`` and ``allow_bf16_reduced_precision_reduction`` keep torch's defaults
 and type checks but change nothing: ember's half-precision products accumulate in float32.

@@ -12,16 +12,13 @@ import threading
 from typing import Any, NamedTuple
 
 from .._cuda_context import activate, using
+from ..kernels.memory import OutOfMemoryError
 
 INSTALL_HINT = (
     'Install GPU support with `pip install "ember[cuda]"` (it brings numba-cuda) on a machine with an NVIDIA GPU '
     "and its CUDA driver; to run CUDA code without a GPU, set NUMBA_ENABLE_CUDASIM=1 (Numba's simulator) before "
     "importing ember."
 )
-
-
-class OutOfMemoryError(RuntimeError):
-    """``torch.cuda.OutOfMemoryError``: the device has no room for a request, even after emptying the cache."""
 
 
 class CudaUnavailableError(RuntimeError, AssertionError):
@@ -91,11 +88,18 @@ def _lazy_init() -> Any:
     with _init_lock:
         if not is_available():
             raise _unavailable_error()
-        from ..cuda_kernels.allocator import install_plugin
+        from ..kernels.cuda.allocator import install_plugin
 
         install_plugin()  # before ember creates the first CUDA context
         _initialized = True
     return _cuda_module
+
+
+def storage_type() -> type:
+    """``ember.kernels.cuda.DeviceStorage``, the array of CUDA tensors (the CUDA kernels load on first use)."""
+    from ..kernels.cuda import DeviceStorage
+
+    return DeviceStorage
 
 
 def is_initialized() -> bool:

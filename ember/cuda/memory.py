@@ -1,17 +1,20 @@
 """Memory statistics and cache control (``torch.cuda.memory_allocated``, ``empty_cache``, ``memory_summary``, ...).
 
-The numbers come from ember's caching allocator (``ember.cuda_kernels.allocator``); before the first CUDA
-allocation, or without CUDA, they are all zero, as in torch. Nothing here initialises CUDA or imports the
-kernels: the allocator's pools are read only if CUDA use has already loaded it.
+The numbers come from ember's caching allocator (``ember.kernels.cuda.allocator``); before the first CUDA
+allocation, or without CUDA, they are all zero, as in torch. Nothing here initialises CUDA or imports the CUDA
+kernels: the allocator's pools are read only if CUDA use has already loaded it (``format_bytes`` is
+``ember.kernels.memory``'s, which needs no CUDA).
 """
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+from ..kernels.memory import format_bytes
+
 
 def _pools() -> dict[int, Any]:
-    allocator = sys.modules.get("ember.cuda_kernels.allocator")
+    allocator = sys.modules.get("ember.kernels.cuda.allocator")
     return {} if allocator is None else allocator.existing_pools()
 
 
@@ -74,15 +77,6 @@ def empty_cache() -> None:
     """Return every cached (unused) block of every device to the driver; memory in use is untouched."""
     for found in _pools().values():
         found.release_cached()
-
-
-def format_bytes(nbytes: float) -> str:
-    """``1536`` -> ``"1.50 KiB"`` (bytes below 1 KiB stay whole)."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(nbytes) < 1024 or unit == "GiB":
-            break
-        nbytes /= 1024
-    return f"{nbytes:.2f} {unit}" if unit != "B" else f"{int(nbytes)} B"
 
 
 def memory_summary(device: Any = None, abbreviated: bool = False) -> str:

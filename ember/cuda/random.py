@@ -1,6 +1,6 @@
 """The CUDA generators' host state (``torch.cuda.manual_seed``, ``seed``, ``get_rng_state``, ...).
 
-A device generator is a seed plus an offset: the Philox kernels in ``ember.cuda_kernels.random`` turn
+A device generator is a seed plus an offset: the Philox kernels in ``ember.kernels.cuda.random`` turn
 (seed, offset, element index) into random bits, and every sampling call takes the next offset
 (``next_seed_offset``), so consecutive calls differ and reseeding replays the same stream. Seeding needs no
 GPU and does not initialise CUDA, as in torch; the state is 16 bytes (seed, offset), like torch's.
@@ -52,7 +52,7 @@ class CudaGeneratorState:
         """The device sampling functions drawing from this generator (imports the CUDA kernels); they allocate and
         launch on the generator's device."""
         from .._cuda_context import activate
-        from ..cuda_kernels.random import DeviceDraws
+        from ..kernels.cuda.random import DeviceDraws
 
         activate(self.device_index)
         return DeviceDraws(self)

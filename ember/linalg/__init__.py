@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..tensor.arguments import tensor_args as _tensor_args
+from ..tensor.methods import bind_methods as _bind_methods
 from ..tensor.tensor import Tensor
 from ..tensor.views import diagonal as _diagonal
-from . import legacy, removed
+from . import legacy, norms, removed
 from ._common import LinAlgError
 from .cholesky_solves import cholesky_inverse, cholesky_solve
 from .decompositions import cholesky, cholesky_ex, eigh, eigvalsh, qr, svd, svdvals
@@ -30,6 +32,7 @@ from .products import cross, matmul, matrix_power, multi_dot, vander, vecdot
 from .solves import lstsq, solve, solve_ex, solve_triangular, tensorsolve
 
 
+@_tensor_args
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """torch.linalg.diagonal: ``torch.diagonal`` with defaults over the last two dims."""
     return _diagonal(A, offset, dim1, dim2)
@@ -50,9 +53,10 @@ TORCH_FUNCTIONS: dict[str, Callable] = {
     "cross": legacy.cross, "matrix_exp": matrix_exp,
 }
 
-# ``Tensor.<name>`` methods (each takes the tensor first)
+# ``Tensor.<name>`` methods (each takes the tensor first), bound by the tensor layer's ``bind_methods``
 TENSOR_METHODS: dict[str, Callable] = {
     **TORCH_FUNCTIONS, "lu": legacy.lu_method, "lu_solve": legacy.lu_solve, "triangular_solve": legacy.triangular_solve,
     "cholesky_solve": cholesky_solve, "cholesky_inverse": cholesky_inverse, "geqrf": geqrf,
-    "orgqr": householder_product, "ormqr": ormqr, **removed.TENSOR_METHODS,
+    "orgqr": householder_product, "ormqr": ormqr, "dist": norms.dist, **removed.TENSOR_METHODS,
 }
+_bind_methods(TENSOR_METHODS)

@@ -8,7 +8,6 @@ import numpy as np
 
 from ..return_types import return_type
 from ..tensor import dtypes
-from ..tensor.elementwise import _dtype_name
 from ..tensor.tensor import Tensor
 
 
@@ -40,9 +39,10 @@ def check_matrix(A: Any, op: str, *, square: bool = False, half_kernel: str | No
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
     if kernel_checks_dtype and A.dtype not in (dtypes.float32, dtypes.float64):
-        raise NotImplementedError(f'"{half_kernel}" not implemented for \'{_dtype_name(A.dtype)}\'')
+        raise NotImplementedError(f'"{half_kernel}" not implemented for \'{A.dtype.scalar_type_name}\'')
     if not A.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {_dtype_name(A.dtype)}")
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {A.dtype.scalar_type_name}")
     if A.dtype is dtypes.float16:
         if half_kernel is not None:
             raise NotImplementedError(f'"{half_kernel}" not implemented for \'Half\'')
@@ -63,7 +63,7 @@ def check_rhs(op: str, B: Any, error: type[Exception] = RuntimeError) -> None:
 def check_same_dtype(op: str, A: Tensor, B: Tensor) -> None:
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
-                           f"{_dtype_name(A.dtype)} and B of type {_dtype_name(B.dtype)} instead")
+                           f"{A.dtype.scalar_type_name} and B of type {B.dtype.scalar_type_name} instead")
 
 
 def check_b_and_A(op: str, b: Tensor, A: Tensor) -> None:
@@ -71,7 +71,7 @@ def check_b_and_A(op: str, b: Tensor, A: Tensor) -> None:
     rows as A has columns."""
     if b.dtype is not A.dtype:
         raise RuntimeError(f"{op}: Expected b and A to have the same dtype, but found b of type "
-                           f"{_dtype_name(b.dtype)} and A of type {_dtype_name(A.dtype)} instead.")
+                           f"{b.dtype.scalar_type_name} and A of type {A.dtype.scalar_type_name} instead.")
     if b.shape[-2] != A.shape[-1]:
         raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is {A.shape[-2]} by {A.shape[-1]} "
                            f"but each b matrix is {b.shape[-2]} by {b.shape[-1]}")

@@ -15,6 +15,7 @@ from ..tensor.tensor import Tensor
 from ._common import check_b_and_A, check_matrix, check_tensor, constant, raise_first_failure, singular_message
 from ._host import through_host
 from .solves import broadcast_pair, triangular_solve_array
+from ..tensor.arguments import tensor_args
 
 
 class CholeskySolve(Function):
@@ -47,6 +48,7 @@ def _check_factor(op: str, factor: Any, kernel: str) -> None:
     check_matrix(factor, op, square=True, half_kernel=kernel, kernel_checks_dtype=True)
 
 
+@tensor_args
 @with_out
 @through_host
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
@@ -61,6 +63,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     return CholeskySolve.apply(B, L, upper)
 
 
+@tensor_args
 @with_out
 @through_host
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:

@@ -16,6 +16,7 @@ from ._common import check_matrix, constant, eye, linalg_cholesky_ex, linalg_eig
 from .solves import solve_triangular
 from ..tensor.out_arg import with_out
 from ._host import through_host
+from ..tensor.arguments import tensor_args
 
 
 def _needs_grad(A: Tensor) -> bool:
@@ -57,6 +58,7 @@ def _cholesky(op: str, A: Tensor, upper: bool, check_errors: bool) -> tuple[Tens
     return (L.mT.contiguous() if upper else L), info
 
 
+@tensor_args
 @with_out
 @through_host
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
@@ -65,6 +67,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     return _cholesky("linalg.cholesky", A, upper, True)[0]
 
 
+@tensor_args
 @with_out
 @through_host
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> linalg_cholesky_ex:
@@ -125,6 +128,7 @@ def _concat_last(a: Tensor, b: Tensor) -> Tensor:
     return a @ constant(to_front, a) + b @ constant(to_back, b)
 
 
+@tensor_args
 @with_out
 @through_host
 def qr(A: Tensor, mode: str = "reduced") -> linalg_qr:
@@ -179,6 +183,7 @@ class SVD(Function):
         return gA, None
 
 
+@tensor_args
 @with_out
 @through_host
 def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> linalg_svd:
@@ -188,6 +193,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> 
     return linalg_svd(*SVD.apply(A, full_matrices))
 
 
+@tensor_args
 @with_out
 @through_host
 def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
@@ -228,6 +234,7 @@ def _check_uplo(UPLO: str) -> None:
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
+@tensor_args
 @with_out
 @through_host
 def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
@@ -238,6 +245,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
     return linalg_eigh(*Eigh.apply(A, UPLO.upper()))
 
 
+@tensor_args
 @with_out
 @through_host
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:

@@ -10,12 +10,12 @@ from ._common import check_matrix, eye, linalg_slogdet
 from .inverses import inv
 from ..tensor.out_arg import with_out
 from ._host import through_host
+from ..tensor.arguments import tensor_args
+from .decompositions import svd
 
 
 def _cofactor(A: Tensor) -> Tensor:
     """The cofactor matrix (transposed adjugate) through the SVD: defined for singular ``A`` too."""
-    from .decompositions import svd
-
     U, S, Vh = svd(A)
     identity = eye(S.shape[-1], S)
     others = (S.unsqueeze(-2) * (1 - identity) + identity).prod(-1)   # prod_{j != i} s_j
@@ -41,6 +41,7 @@ class Det(Function):
         return g.unsqueeze(-1).unsqueeze(-1) * _cofactor(A)
 
 
+@tensor_args
 @with_out
 @through_host
 def det(A: Tensor) -> Tensor:
@@ -67,6 +68,7 @@ class Slogdet(Function):
         return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
 
 
+@tensor_args
 @with_out
 @through_host
 def slogdet(A: Tensor) -> linalg_slogdet:

@@ -19,10 +19,12 @@ from ..tensor.tensor import Tensor
 from . import _lapack
 from ._common import check_matrix, check_tensor, constant
 from ._host import through_host
+from ..tensor.arguments import tensor_args
 
 geqrf_result = return_type("geqrf", ["a", "tau"])
 
 
+@tensor_args
 @with_out
 @through_host
 def geqrf(input: Tensor) -> geqrf_result:
@@ -69,6 +71,7 @@ def _apply_reflectors(input: Tensor, tau: Tensor, other: Tensor, left: bool, tra
     return other
 
 
+@tensor_args
 @with_out
 @through_host
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
@@ -87,6 +90,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     return Tensor._make(_lapack.orgqr(A._array, tau._array))
 
 
+@tensor_args
 @with_out
 @through_host
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False) -> Tensor:

@@ -9,12 +9,12 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..tensor import dtypes
-from ..tensor.elementwise import _dtype_name
 from ..tensor.tensor import Tensor
 from ..tensor.out_arg import with_out
 from . import _lapack
 from ._common import check_matrix, check_tensor, linalg_inv_ex, raise_first_failure, scalar_or_array, singular_message
 from ._host import through_host
+from ..tensor.arguments import tensor_args
 
 
 class Inv(Function):
@@ -35,6 +35,7 @@ class Inv(Function):
         return -(Yt @ g @ Yt)
 
 
+@tensor_args
 @with_out
 @through_host
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> linalg_inv_ex:
@@ -47,6 +48,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> linalg_inv_ex:
     return linalg_inv_ex(inverse, info)
 
 
+@tensor_args
 @with_out
 @through_host
 def inv(A: Tensor) -> Tensor:
@@ -57,6 +59,7 @@ def inv(A: Tensor) -> Tensor:
     return inverse
 
 
+@tensor_args
 @with_out
 def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
     """torch.linalg.tensorinv: the inverse of ``A`` read as a matrix (the first ``ind`` dims as rows), shaped
@@ -122,11 +125,12 @@ class Pinv(Function):
 
 def _check_pinv(A: Any) -> None:
     if not isinstance(A, Tensor) or A.ndim < 2 or A.dtype not in (dtypes.float32, dtypes.float64):
-        what = f"{_dtype_name(A.dtype)}{{{list(A.shape)}}}" if isinstance(A, Tensor) else type(A).__name__
+        what = f"{A.dtype.scalar_type_name}{{{list(A.shape)}}}" if isinstance(A, Tensor) else type(A).__name__
         raise RuntimeError(f"linalg.pinv({what}): expected a tensor with 2 or more dimensions of float, double, "
                            "cfloat or cdouble types")
 
 
+@tensor_args
 @with_out
 @through_host
 def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:
@@ -135,6 +139,7 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
     return Pinv.apply(A, atol, rtol, hermitian)
 
 
+@tensor_args
 @with_out(cast=True)
 @through_host
 def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Tensor:

@@ -14,6 +14,7 @@ from . import _lapack
 from ._common import check_b_and_A, check_matrix, check_pivots_shape, check_rhs, raise_first_failure
 from ._host import through_host
 from .solves import broadcast_pair
+from ..tensor.arguments import tensor_args
 
 linalg_ldl_factor = return_type("linalg_ldl_factor", ["LD", "pivots"])
 linalg_ldl_factor_ex = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
@@ -29,6 +30,7 @@ def _zero_block(k: int) -> str:
             f"D[{k - 1},{k - 1}] is zero.")
 
 
+@tensor_args
 @with_out
 @through_host
 def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> linalg_ldl_factor_ex:
@@ -41,6 +43,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     return linalg_ldl_factor_ex(LD, pivots, info)
 
 
+@tensor_args
 @with_out
 @through_host
 def ldl_factor(A: Tensor, *, hermitian: bool = False) -> linalg_ldl_factor:
@@ -52,6 +55,7 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False) -> linalg_ldl_factor:
     return linalg_ldl_factor(LD, pivots)
 
 
+@tensor_args
 @with_out
 @through_host
 def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor:

@@ -21,6 +21,7 @@ from .pivoted_lu import lu_factor_ex, lu_solve as _lu_solve
 from .products import check_vander_size, cross as _cross, powers
 from .solves import solve_triangular
 from ..tensor.out_arg import with_out
+from ..tensor.arguments import tensor_args
 
 slogdet_result = return_type("slogdet", ["sign", "logabsdet"])
 qr_result = return_type("qr", ["Q", "R"])
@@ -30,30 +31,35 @@ lu_with_info = return_type("_lu_with_info", ["LU", "pivots", "info"])
 triangular_solve_result = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
+@tensor_args
 @with_out
 def slogdet(input: Tensor) -> slogdet_result:
     """torch.slogdet: (sign, log|det|) as ``torch.return_types.slogdet``."""
     return slogdet_result(*_slogdet(input))
 
 
+@tensor_args
 def logdet(input: Tensor) -> Tensor:
     """torch.logdet: log of the determinant: nan for a negative determinant, -inf for a singular matrix."""
     sign, logabsdet = _slogdet(input)
     return logabsdet + sign.log()
 
 
+@tensor_args
 @with_out
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky (deprecated in torch for linalg.cholesky): the Cholesky factor."""
     return _cholesky(input, upper=upper)
 
 
+@tensor_args
 @with_out
 def qr(input: Tensor, some: bool = True) -> qr_result:
     """torch.qr: reduced (``some``) or complete QR, as ``torch.return_types.qr``."""
     return qr_result(*_qr(input, "reduced" if some else "complete"))
 
 
+@tensor_args
 @with_out
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> svd_result:
     """torch.svd: ``input = U diag(S) V^T`` (V, not Vh); without ``compute_uv``, U and V are zero matrices."""
@@ -67,11 +73,13 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> svd_result
     return svd_result(U, S, Vh.mT)
 
 
+@tensor_args
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """torch.pinverse: pseudo-inverse with singular values below ``rcond * s_max`` dropped."""
     return pinv(input, rtol=rcond)
 
 
+@tensor_args
 @with_out
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """torch.cross: cross product along ``dim``; without ``dim``, the first dim of size 3 (deprecated in torch)."""
@@ -95,6 +103,7 @@ def _deprecated(name: str, replacement: str) -> None:
                   UserWarning, stacklevel=level)
 
 
+@tensor_args
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, *, out: tuple | None = None) -> tuple:
     """torch.lu (deprecated): ``(LU, pivots)`` as linalg.lu_factor gives them, and LAPACK's info as a third
     element (``torch.return_types._lu_with_info``) with ``get_infos``; a singular A is not an error. As in torch,
@@ -115,6 +124,7 @@ def lu_method(self: Tensor, pivot: bool = True, get_infos: bool = False) -> tupl
     return lu(self, pivot, get_infos)
 
 
+@tensor_args
 @with_out
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     """torch.lu_solve (deprecated): linalg.lu_solve with the right-hand side first."""
@@ -122,6 +132,7 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
     return _lu_solve(LU_data, LU_pivots, b)
 
 
+@tensor_args
 @with_out
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> triangular_solve_result:
@@ -140,6 +151,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     return triangular_solve_result(solution, A.expand(*batch, *A.shape[-2:]).clone())
 
 
+@tensor_args
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """torch.vander: the Vandermonde matrix of a vector, powers decreasing left to right unless ``increasing``
     (N columns, default ``len(x)``); integer and bool input give int64."""
@@ -154,6 +166,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     return result if increasing else result.flip(-1)
 
 
+@tensor_args
 @with_out
 def nuclear_norm(input: Tensor, dim: Sequence[int] | bool | None = None, keepdim: bool = False) -> Tensor:
     """torch.nuclear_norm (deprecated): linalg.matrix_norm(input, 'nuc') over ``dim`` (default the last two);
@@ -164,6 +177,7 @@ def nuclear_norm(input: Tensor, dim: Sequence[int] | bool | None = None, keepdim
     return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
 
 
+@tensor_args
 @with_out
 def frobenius_norm(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
     """torch.frobenius_norm (deprecated): the 2-norm over one or two dims ``dim``."""

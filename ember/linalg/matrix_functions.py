@@ -16,6 +16,7 @@ from ..tensor.joins import cat
 from ..tensor.tensor import Tensor
 from ._common import check_matrix
 from ._host import through_host
+from ..tensor.arguments import tensor_args
 
 
 def _expm(a: np.ndarray) -> np.ndarray:
@@ -41,6 +42,7 @@ class MatrixExp(Function):
         return matrix_exp(block)[..., :n, n:]
 
 
+@tensor_args
 @through_host
 def matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential of each square matrix in ``A``'s last two dims (float16 is computed in float64 and

@@ -7,13 +7,14 @@ from typing import Any, Sequence
 
 from ..autograd.function import Function
 from ..tensor import dtypes
-from ..tensor.elementwise import _dtype_name, where
+from ..tensor.elementwise import where
 from ..tensor.reduce import amax, amin, norm as _p_norm
 from ..tensor.tensor import Tensor, _wrap_dim
 from ._common import check_tensor
 from .decompositions import svdvals
 from .inverses import inv_ex
 from ..tensor.out_arg import with_out
+from ..tensor.arguments import tensor_args
 
 MATRIX_ORDS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
 
@@ -25,6 +26,7 @@ def _reduced_dims(x: Tensor, dim: Any) -> tuple[int, ...]:
     return tuple(_wrap_dim(d, x.ndim, "linalg.vector_norm") for d in dims) if x.ndim else ()
 
 
+@tensor_args
 @with_out
 def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
@@ -34,7 +36,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = Non
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {_dtype_name(x.dtype)}")
+                           f"Got {x.dtype.scalar_type_name}")
     if (ord < 0 or ord == math.inf) and any(x.shape[d] == 0 for d in _reduced_dims(x, dim)):
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty tensor because the "
                            "operation does not have an identity")
@@ -59,6 +61,7 @@ def _restore(result: Tensor, dims: tuple[int, int], keepdim: bool) -> Tensor:
     return result
 
 
+@tensor_args
 @with_out
 def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
@@ -69,7 +72,7 @@ def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2,
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if not A.dtype.is_floating_point:
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {_dtype_name(A.dtype)}")
+                           f"Got {A.dtype.scalar_type_name}")
     d0, d1 = _matrix_dims(A, dim)
     if ord not in MATRIX_ORDS or isinstance(ord, bool):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
@@ -87,6 +90,7 @@ def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2,
     return value if keepdim else value.squeeze((d0, d1))
 
 
+@tensor_args
 @with_out
 def norm(A: Tensor, ord: str | float | None = None, dim: int | Sequence[int] | None = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """torch.linalg.norm: a vector norm over one dim (or of the flattened input), a matrix norm over two."""
@@ -109,6 +113,7 @@ def norm(A: Tensor, ord: str | float | None = None, dim: int | Sequence[int] | N
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.ndim}D.")
 
 
+@tensor_args
 @with_out
 def cond(A: Tensor, p: str | float | None = None) -> Tensor:
     """torch.linalg.cond: the condition number ``||A|| ||A^-1||`` in the ``p`` norm; for ``p`` None/2/-2 the ratio
@@ -135,6 +140,7 @@ def cond(A: Tensor, p: str | float | None = None) -> Tensor:
     return where(info > 0, math.inf, value)
 
 
+@tensor_args
 def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     """torch.dist: the p-norm of ``input - other`` (broadcast) over all its elements, for any real ``p`` (0 counts
     the nonzero differences, +-inf takes the largest/smallest). Differentiable; at p=0 the gradient is 0 (torch's
@@ -146,7 +152,7 @@ def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     diff = input - other
     if not diff.dtype.is_floating_point:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
-                           f"{_dtype_name(diff.dtype)} instead.")
+                           f"{diff.dtype.scalar_type_name} instead.")
     return NonzeroCount.apply(diff) if p == 0 else _p_norm(diff, p)
 
 

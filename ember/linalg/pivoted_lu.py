@@ -18,6 +18,7 @@ from ._common import check_matrix, check_pivots_shape, check_rhs, check_same_dty
 from ._host import through_host
 from ._lapack import getrf, permutation_matrix
 from .solves import check_system, solve_triangular
+from ..tensor.arguments import tensor_args
 
 linalg_lu_factor = return_type("linalg_lu_factor", ["LU", "pivots"])
 linalg_lu_factor_ex = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -101,6 +102,7 @@ def _lu_factor(op: str, A: Tensor, pivot: bool, check_errors: bool) -> tuple[Ten
     return LU, pivots, info
 
 
+@tensor_args
 @with_out
 @through_host
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> linalg_lu_factor_ex:
@@ -109,6 +111,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -
     return linalg_lu_factor_ex(*_lu_factor("torch.linalg.lu_factor_ex", A, pivot, check_errors))
 
 
+@tensor_args
 @with_out
 @through_host
 def lu_factor(A: Tensor, *, pivot: bool = True) -> linalg_lu_factor:
@@ -118,6 +121,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> linalg_lu_factor:
 
 
 # ------------------------------------------------------------------------------------------------ unpack / lu
+@tensor_args
 @with_out
 @through_host
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
@@ -138,6 +142,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     return lu_unpack_result(P, L, U)
 
 
+@tensor_args
 @with_out
 @through_host
 def lu(A: Tensor, *, pivot: bool = True) -> linalg_lu:
@@ -157,6 +162,7 @@ def _solve_left(LU: Tensor, P: Tensor, B: Tensor, adjoint: bool) -> Tensor:
     return solve_triangular(LU, Y, upper=True)
 
 
+@tensor_args
 @with_out
 @through_host
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:

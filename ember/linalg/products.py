@@ -9,13 +9,14 @@ import numpy as np
 from ..tensor import dtypes
 from ..tensor.dtypes import float16, float32, int64
 from ..tensor.joins import cat
-from ..tensor.elementwise import _dtype_name
 from ..tensor.matmul import matmul
 from ..tensor.tensor import Tensor, _wrap_dim
 from ._common import check_tensor
 from .inverses import inv
 from ..tensor.out_arg import with_out
+from ..tensor.arguments import tensor_args
 
+@tensor_args
 @with_out
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """torch.linalg.matrix_power: ``A^n`` by repeated squaring; ``n = 0`` gives identities, ``n < 0`` powers of
@@ -62,6 +63,7 @@ def _multiply(mats: Sequence[Tensor], split: list[list[int]], i: int, j: int) ->
     return matmul(_multiply(mats, split, i, k), _multiply(mats, split, k + 1, j))
 
 
+@tensor_args
 @with_out
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     """torch.linalg.multi_dot: the product of a chain of matrices (first/last may be vectors), multiplied in the
@@ -82,7 +84,8 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     for i, t in enumerate(tensors):
         if t.dtype is not first.dtype:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
-                               f"{_dtype_name(first.dtype).lower()} and tensor {i} {_dtype_name(t.dtype).lower()}")
+                               f"{first.dtype.scalar_type_name.lower()} and tensor {i} "
+                               f"{t.dtype.scalar_type_name.lower()}")
     mats = [first.unsqueeze(0) if first.ndim == 1 else first] + tensors[1:-1] + \
         [last.unsqueeze(-1) if last.ndim == 1 else last]
     for i in range(len(mats) - 1):
@@ -98,6 +101,7 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     return result
 
 
+@tensor_args
 @with_out
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (other dims broadcast)."""
@@ -106,7 +110,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     if input.ndim != other.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype_name(input.dtype)} but found {_dtype_name(other.dtype)}")
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_type_name} but found "
+                           f"{other.dtype.scalar_type_name}")
     d = _wrap_dim(dim, input.ndim, "linalg.cross")
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
@@ -123,6 +128,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     return a1 * b2 - a2 * b1
 
 
+@tensor_args
 @with_out
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """torch.linalg.vecdot: the dot product of vectors along ``dim``, other dims broadcast."""
@@ -130,7 +136,7 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     check_tensor(y, "linalg.vecdot", "y")
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. "
-                           f"Got {_dtype_name(x.dtype)}")
+                           f"Got {x.dtype.scalar_type_name}")
     return (x * y).sum(dim)
 
 
@@ -150,13 +156,14 @@ def check_vander_size(op: str, N: Any) -> None:
         raise TypeError(f"{op}(): argument 'N' must be int, not {type(N).__name__}")
 
 
+@tensor_args
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """torch.linalg.vander: the Vandermonde matrix ``x_i**j`` for j < N (default ``x.size(-1)``, at least 2),
     batched over x's leading dims; differentiable."""
     check_tensor(x, "linalg.vander", "x")
     if x.dtype in (dtypes.bool, float16):
         raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
-                           f"{_dtype_name(x.dtype)}")
+                           f"{x.dtype.scalar_type_name}")
     check_vander_size("linalg_vander", N)
     x = x.reshape(1) if x.ndim == 0 else x
     N = x.shape[-1] if N is None else int(N)

@@ -9,7 +9,6 @@ import scipy.linalg
 
 from ..autograd.function import Function
 from ..tensor import dtypes
-from ..tensor.elementwise import _dtype_name
 from ..tensor._dispatch import broadcast_shapes, sum_to_shape
 from ..tensor.tensor import Tensor
 from ..tensor.joins import tril, triu
@@ -19,6 +18,7 @@ from ._common import LinAlgError, check_matrix, check_rhs, check_same_dtype, che
 from .inverses import Pinv, pinv_vjp
 from ..tensor.out_arg import with_out
 from ._host import through_host
+from ..tensor.arguments import tensor_args
 
 
 def broadcast_pair(A: Tensor, B: Tensor, op: str) -> tuple[np.ndarray, np.ndarray]:
@@ -78,6 +78,7 @@ def _solver_failed(k: int) -> str:
     return "The solver failed because the input matrix is singular."
 
 
+@tensor_args
 @with_out
 @through_host
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
@@ -88,6 +89,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return X
 
 
+@tensor_args
 @with_out
 @through_host
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> linalg_solve_ex:
@@ -99,6 +101,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     return linalg_solve_ex(X, info)
 
 
+@tensor_args
 @with_out
 def tensorsolve(A: Tensor, B: Tensor, dims: Sequence[int] | None = None) -> Tensor:
     """torch.linalg.tensorsolve: ``X`` with ``tensordot(A, X, X.ndim) = B``, ``X`` of shape ``A.shape[B.ndim:]``
@@ -156,6 +159,7 @@ class SolveTriangular(Function):
         return gA, (sum_to_shape(gB, ctx.b_shape) if ctx.needs_input_grad[1] else None), None, None
 
 
+@tensor_args
 @with_out
 @through_host
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
@@ -229,6 +233,7 @@ class Lstsq(Function):
         return gA, gB, None, None
 
 
+@tensor_args
 @with_out
 @through_host
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> linalg_lstsq:
@@ -242,7 +247,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         raise RuntimeError("This function doesn't handle types other than float and double")
     if A.dtype is not B.dtype:
         raise RuntimeError("torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
-                           f"dtype {_dtype_name(A.dtype)} and other's dtype {_dtype_name(B.dtype)}")
+                           f"dtype {A.dtype.scalar_type_name} and other's dtype {B.dtype.scalar_type_name}")
     driver = "gelsy" if driver is None else driver
     if driver not in LSTSQ_DRIVERS:
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")

@@ -190,7 +190,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    work = np.float32 if tensor._array.dtype == np.float16 else tensor._array.dtype
+    work = tensor.dtype.compute.np
     flat = _np_generator("orthogonal_", generator).standard_normal((rows, cols)).astype(work)
     if rows < cols:
         flat = flat.T

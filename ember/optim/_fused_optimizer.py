@@ -3,38 +3,38 @@
 ``FusedOptimizer.step`` walks the param groups, skips parameters without a
 gradient, creates state on a parameter's first step, advances its ``step``
 counter and hands parameter, gradient, state buffers and scalars to the
-optimizer's kernel entry point (``ember.cpu_kernels.optim_updates``). On the
-GPU, unless the group says ``foreach=False``, the parameters that share a dtype
-and step scalars are updated together by one launch (``MultiTensorStep``). A
-subclass states only what is its own: the group options its kernel takes, its
-state buffers, and the scalars derived from the step count.
+optimizer's update rule (a ``FusedUpdate``, the tensor-layer op over the
+backends' ``optim_updates`` kernels). Unless the group says ``foreach=False``,
+the parameters that share a device, dtype and step scalars are updated together
+where the backend can (one launch on the GPU; ``UpdateBatch``). A subclass
+states only what is its own: its update rule, the group options the rule takes,
+its state buffers, and the scalars derived from the step count.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..tensor.optimizer_updates import FusedUpdate, UpdateBatch
 from ..tensor.tensor import Tensor
-from ._fused import advance_step, apply_update, new_step, to_scalar, zeros_state
-from ._multi_tensor import MultiTensorStep
+from ._state import advance_step, new_step, to_scalar, zeros_state
 from .optimizer import Optimizer, run_closure
 
 __all__ = ["FusedOptimizer"]
 
-# Group options passed to the kernels as bools (the rest become Python floats).
+# Group options passed to the update rule as bools (the rest become Python floats).
 _FLAGS = frozenset({"maximize", "nesterov", "decoupled_weight_decay"})
 
 
 class FusedOptimizer(Optimizer):
     """Base of the fused-kernel optimizers (a template for ``step``).
 
-    Subclasses set ``_kernel`` (an ``optim_updates`` entry point), ``_options``
-    (group keys read once per group, in the kernel's order; ``"betas"`` gives
-    two floats) and ``_buffers`` (zero-filled state buffers, in the kernel's
-    order), and override ``_buffer_names`` / ``_step_scalars`` where those
+    Subclasses set ``_update`` (a ``FusedUpdate``), ``_options`` (group keys
+    read once per group, in the rule's order; ``"betas"`` gives two floats) and
+    ``_buffers`` (zero-filled state buffers, in the rule's order), and override ``_buffer_names`` / ``_step_scalars`` where those
     depend on the group or the step count.
     """
 
-    _kernel: Callable[..., None]
+    _update: FusedUpdate
     _options: tuple[str, ...] = ()
     _buffers: tuple[str, ...] = ()
     # 0-d state tensors (default dtype) created with the buffers, with their initial values.
@@ -66,14 +66,17 @@ class FusedOptimizer(Optimizer):
         options = self._group_options(group)
         names = self._buffer_names(group)
         foreach = group.get("foreach")
-        batch = MultiTensorStep(self._kernel) if foreach is None or foreach else None
+        update = self._update
+        batch = UpdateBatch(update) if foreach is None or foreach else None
         try:
             for p in group["params"]:
                 grad = p.grad
                 if grad is not None:
                     buffers, scalars = self._prepare(p, names, options)
-                    if batch is None or not batch.add(p, grad, buffers, scalars):
-                        apply_update(self._kernel, p, grad, buffers, *scalars)
+                    if batch is None:
+                        update(p, grad, buffers, *scalars)
+                    else:
+                        batch.add(p, grad, buffers, scalars)
         finally:  # parameters whose step was counted are updated even if a later one fails
             if batch is not None:
                 batch.flush()

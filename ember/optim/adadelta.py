@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ._fused_optimizer import FusedOptimizer
 from ._validate import check_lr, check_nonneg, check_not_differentiable
 
@@ -13,7 +13,7 @@ __all__ = ["Adadelta"]
 class Adadelta(FusedOptimizer):
     """torch.optim.Adadelta: ``delta = sqrt(E[dx^2] + eps) / sqrt(E[g^2] + eps) * g``; ``p -= lr * delta``."""
 
-    _kernel = staticmethod(kernels.adadelta_update)
+    _update = FusedUpdate("adadelta_update")
     _options = ("lr", "rho", "eps", "weight_decay", "maximize")
     _buffers = ("square_avg", "acc_delta")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ._fused_optimizer import FusedOptimizer
 from ._validate import check_lr, check_nonneg, check_not_differentiable
 
@@ -13,7 +13,7 @@ __all__ = ["Adagrad"]
 class Adagrad(FusedOptimizer):
     """torch.optim.Adagrad; state (``step``, ``sum``) is created for every parameter up front, as in torch."""
 
-    _kernel = staticmethod(kernels.adagrad_update)
+    _update = FusedUpdate("adagrad_update")
     _options = ("lr", "lr_decay", "eps", "weight_decay", "maximize")
     _buffers = ("sum",)
 

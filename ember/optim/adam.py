@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ..tensor.tensor import Tensor
-from ._fused import to_scalar
 from ._fused_optimizer import FusedOptimizer
+from ._state import to_scalar
 from ._validate import check_betas, check_lr, check_nonneg, check_not_differentiable
 
 __all__ = ["Adam", "AdamW"]
@@ -15,7 +15,7 @@ __all__ = ["Adam", "AdamW"]
 class Adam(FusedOptimizer):
     """torch.optim.Adam: bias-corrected moment estimates; AMSGrad and decoupled (AdamW) weight decay as options."""
 
-    _kernel = staticmethod(kernels.adam_update)
+    _update = FusedUpdate("adam_update")
     _options = ("lr", "betas", "eps", "weight_decay", "maximize", "decoupled_weight_decay")
     _legacy_options = {"amsgrad": False, "maximize": False, "decoupled_weight_decay": False}
 

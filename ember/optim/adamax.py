@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ._fused_optimizer import FusedOptimizer
 from ._validate import check_betas, check_lr, check_nonneg, check_not_differentiable
 
@@ -13,7 +13,7 @@ __all__ = ["Adamax"]
 class Adamax(FusedOptimizer):
     """torch.optim.Adamax: ``u = max(beta2*u, |g| + eps)``; ``p -= lr/(1-beta1**t) * m/u``."""
 
-    _kernel = staticmethod(kernels.adamax_update)
+    _update = FusedUpdate("adamax_update")
     _options = ("lr", "betas", "eps", "weight_decay", "maximize")
     _buffers = ("exp_avg", "exp_inf")
 

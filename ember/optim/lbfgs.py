@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..tensor.tensor import Tensor
-from ._fused import to_scalar
+from ._state import to_scalar
 from ._validate import check_lr
 from .optimizer import Optimizer, run_closure
 

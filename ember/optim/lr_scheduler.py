@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Callable, Iterable, Sequence
 
 from ..tensor.tensor import Tensor
-from ._fused import to_scalar
+from ._state import to_scalar
 from .optimizer import Optimizer
 
 __all__ = [

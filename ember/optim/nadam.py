@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ..tensor.tensor import Tensor
 from ._fused_optimizer import FusedOptimizer
 from ._validate import check_betas, check_lr, check_nonneg, check_not_differentiable
@@ -16,7 +16,7 @@ __all__ = ["NAdam"]
 class NAdam(FusedOptimizer):
     """torch.optim.NAdam; ``mu_product`` is kept as a 0-d tensor of the default dtype, like torch's."""
 
-    _kernel = staticmethod(kernels.nadam_update)
+    _update = FusedUpdate("nadam_update")
     _options = ("lr", "betas", "eps", "weight_decay", "momentum_decay", "maximize", "decoupled_weight_decay")
     _buffers = ("exp_avg", "exp_avg_sq")
     _scalar_state = {"step": 0.0, "mu_product": 1.0}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ._fused_optimizer import FusedOptimizer
 from ._validate import check_betas, check_lr, check_nonneg, check_not_differentiable
 
@@ -14,7 +14,7 @@ __all__ = ["RAdam"]
 class RAdam(FusedOptimizer):
     """torch.optim.RAdam: the adaptive term is used only once the SMA length ``rho_t`` exceeds 5."""
 
-    _kernel = staticmethod(kernels.radam_update)
+    _update = FusedUpdate("radam_update")
     _options = ("lr", "betas", "eps", "weight_decay", "maximize", "decoupled_weight_decay")
     _buffers = ("exp_avg", "exp_avg_sq")
 

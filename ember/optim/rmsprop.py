@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ._fused_optimizer import FusedOptimizer
 from ._validate import check_lr, check_nonneg, check_not_differentiable
 
@@ -13,7 +13,7 @@ __all__ = ["RMSprop"]
 class RMSprop(FusedOptimizer):
     """torch.optim.RMSprop: ``p -= lr * g / (sqrt(E[g^2] - E[g]^2 if centered else E[g^2]) + eps)``."""
 
-    _kernel = staticmethod(kernels.rmsprop_update)
+    _update = FusedUpdate("rmsprop_update")
     _options = ("lr", "alpha", "eps", "weight_decay", "momentum", "maximize")
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..cpu_kernels import optim_updates as kernels
+from ..tensor.optimizer_updates import FusedUpdate
 from ..tensor.tensor import Tensor
-from ._fused import zeros_state
 from ._fused_optimizer import FusedOptimizer
+from ._state import zeros_state
 from ._validate import check_lr, check_not_differentiable, check_nonneg
 
 __all__ = ["SGD"]
@@ -15,7 +15,7 @@ __all__ = ["SGD"]
 class SGD(FusedOptimizer):
     """torch.optim.SGD: ``buf = momentum*buf + (1-dampening)*g``; ``p -= lr * buf`` (Nesterov: ``g + momentum*buf``)."""
 
-    _kernel = staticmethod(kernels.sgd_update)
+    _update = FusedUpdate("sgd_update")
     _options = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize")
     _scalar_state: dict[str, float] = {}  # no step counter, as torch's SGD
     _legacy_options = {"nesterov": False, "maximize": False}

@@ -17,6 +17,7 @@ from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
 from ..tensor import dtypes
 from ..tensor.creation import tensor as make_tensor
+from ..tensor.optimizer_updates import updates_in_batches
 from ..tensor.tensor import Tensor
 from .lr_scheduler import LRScheduler, _per_group
 from .optimizer import Optimizer
@@ -153,7 +154,8 @@ class AveragedModel(Module):
 
     def _average(self, averaged: list[Tensor], current: list[Tensor]) -> None:
         """torch's dispatch: ``avg_fn`` tensor by tensor; else per (device, dtype) group ``multi_avg_fn``, or the
-        default SWA mean (the multi-tensor form on CUDA, the per-tensor form on the CPU)."""
+        default SWA mean (the multi-tensor form where the backend has multi-tensor kernels, as torch's foreach
+        devices: CUDA; the per-tensor form on the CPU)."""
         if self.avg_fn is not None:
             for a, c in zip(averaged, current):
                 a.copy_(self.avg_fn(a, c, self.n_averaged.to(a.device)))
@@ -162,7 +164,7 @@ class AveragedModel(Module):
             n_averaged = self.n_averaged.to(device)
             if self.multi_avg_fn is not None:
                 self.multi_avg_fn(group_averaged, group_current, n_averaged)
-            elif device.type == "cuda":
+            elif updates_in_batches(group_averaged[0]):
                 get_swa_multi_avg_fn()(group_averaged, group_current, n_averaged)
             else:
                 swa = get_swa_avg_fn()

@@ -30,9 +30,9 @@ _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 def supported_activities() -> set[ProfilerActivity]:
     """CPU, and CUDA where ember can use a CUDA device (or the simulator)."""
-    from .. import cuda
+    from ..cuda import is_available
 
-    return {ProfilerActivity.CPU, ProfilerActivity.CUDA} if cuda.is_available() else {ProfilerActivity.CPU}
+    return {ProfilerActivity.CPU, ProfilerActivity.CUDA} if is_available() else {ProfilerActivity.CPU}
 
 
 def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0) -> Callable:

@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import Any, Callable, Iterable
 
+from ..tensor.tensor import Tensor
 from .events import COMPILE_PREFIX, FunctionEvent
 
 _ACTIVE: "Recorder | None" = None
@@ -36,9 +37,7 @@ def op_name(cls: type) -> str:
 
 
 def _is_tensor(value: Any) -> bool:
-    from ..autograd.function import _tensor_class
-
-    return isinstance(value, _tensor_class())
+    return isinstance(value, Tensor)
 
 
 def _tensors_in(inputs: Iterable) -> Iterable:

@@ -1,36 +1,69 @@
-"""Shared plumbing of the tensor ops: backend choice, operands, broadcasting, grad reduction."""
+"""Backend selection, and the shared plumbing of the tensor ops (operands, broadcasting, grad reduction).
+
+``backend(*operands)`` is the one way to the kernels: it returns the kernel package of the device the operands
+(tensors or raw arrays) live on, ``ember.kernels.cpu`` or ``ember.kernels.cuda`` (see
+``ember.kernels.contract``), whose kernel families are its attributes (``backend(x).pooling.max_pool(...)``).
+This module is the only one of the tensor layer that imports a backend, and the place for the array helpers
+whose code differs by device (``on_device`` and the helpers that use it).
+"""
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
-from .. import cpu_kernels
-from ..cpu_kernels import host_cache
+from ..kernels import cpu as cpu_kernels
+from ..kernels.common.layout import dense_flat, is_dense
+from ..kernels.cpu import host_cache
 from .._cuda_context import active, activate
 from . import dtypes
+from .device import cuda_device
 from .tensor import Tensor
 
+_cuda_kernels: Any = None  # ember.kernels.cuda, imported with the first device array (import ember needs no numba-cuda)
 
-def backend(*operands: Any):
-    """The kernel module (an ``ember.backend.Backend``) for the operands' device, whose context it makes current.
+
+def backend(*operands: Any) -> Any:
+    """The kernel package (an ``ember.kernels.contract.Backend``) of the operands' device, whose CUDA context it
+    makes current. Operands are tensors, raw arrays (NumPy arrays or device storage) and Python numbers.
 
     CUDA tensors may meet Python numbers and 0-d CPU tensors (as in torch); any other CPU tensor, or a tensor on
     another CUDA device, in the same op is torch's "Expected all tensors to be on the same device" RuntimeError."""
-    found = next((x for x in operands if isinstance(x, Tensor) and on_device(x._array)), None)
-    if found is None:
-        return cpu_kernels
     for x in operands:
-        if isinstance(x, Tensor) and x.device != found.device and (x._array.ndim or on_device(x._array)):
-            raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{found.device} and {x.device}!")
-    index = found._array.device_index
+        if isinstance(x, Tensor):
+            x = x._array
+        if type(x) is not np.ndarray and hasattr(x, "__ember_device_array__"):
+            return _device_backend(operands, x.device_index)
+    return cpu_kernels
+
+
+def _device_backend(operands: tuple, index: int) -> Any:
+    """The CUDA kernels, for operands one of which is on device ``index``; checks that the tensors are there too."""
+    global _cuda_kernels
+    for x in operands:
+        if isinstance(x, Tensor):
+            array = x._array
+            elsewhere = array.device_index != index if on_device(array) else array.ndim > 0
+            if elsewhere:
+                raise RuntimeError("Expected all tensors to be on the same device, but found at least two devices, "
+                                   f"{cuda_device(index)} and {x.device}!")
     if index != active.index:
         activate(index)
-    from .. import cuda_kernels
+    if _cuda_kernels is None:
+        from ..kernels import cuda
 
-    return cuda_kernels
+        _cuda_kernels = cuda
+    return _cuda_kernels
+
+
+def on_device(array: Any) -> bool:
+    """Whether an array is device storage (anything else, NumPy arrays and numbers, lives on the host)."""
+    return type(array) is not np.ndarray and hasattr(array, "__ember_device_array__")
+
+
+def is_c_contiguous(array: Any) -> bool:
+    """``array.flags.c_contiguous``, asked of device storage directly (its ``flags`` builds a namespace per read)."""
+    return array.flags.c_contiguous if type(array) is np.ndarray else array.is_contiguous
 
 
 def ascontiguous(array: Any, dtype: Any = None) -> Any:
@@ -47,39 +80,21 @@ def copy_array(array: Any, order: str = "C") -> Any:
     return array.copy() if on_device(array) else np.array(array, order=order, copy=True)
 
 
-_FAMILIES: dict[tuple[str, str], Any] = {}
+def flat_views(arrays: list[Any], dtype: np.dtype) -> tuple[list[Any], Any, Any]:
+    """Flat 1-D views of same-shape arrays in one shared memory order, cast to ``dtype``, plus a new output array
+    and its flat view, for kernels that run over elements in any order.
 
-
-def _backend_name(operands: tuple) -> str:
-    """The backend package of the operands; for device storage, its device's context is made current."""
-    for x in operands:
-        array = x._array if isinstance(x, Tensor) else x
-        if on_device(array):
-            if array.device_index != active.index:
-                activate(array.device_index)
-            return "cuda_kernels"
-    return "cpu_kernels"
-
-
-def array_backend(*arrays: Any):
-    """The kernel module of the backend raw arrays (NumPy arrays or device storage) live on."""
-    return family("", *arrays)
-
-
-def family(name: str, *operands: Any):
-    """Kernel family ``name`` (a key of ``ember.backend.KERNEL_FAMILIES``; "" for the core contract) of the
-    backend the operands (tensors or arrays) live on."""
-    backend_name = _backend_name(operands)
-    found = _FAMILIES.get((backend_name, name))
-    if found is None:
-        module = f"ember.{backend_name}.{name}" if name else f"ember.{backend_name}"
-        found = _FAMILIES[(backend_name, name)] = importlib.import_module(module)
-    return found
-
-
-def on_device(array: Any) -> bool:
-    """Whether an array is device storage (anything else, NumPy arrays and numbers, lives on the host)."""
-    return type(array) is not np.ndarray and hasattr(array, "__ember_device_array__")
+    Dense host arrays of one layout (contiguous, channels_last, any permutation) keep their order, so the result
+    has the input's memory format; anything else (device storage too) is copied to C order.
+    """
+    first = arrays[0]
+    if type(first) is np.ndarray and is_dense(first) and all(a.strides == first.strides and a.dtype == dtype
+                                                             for a in arrays):
+        out = np.empty_like(first, dtype=dtype, order="K")
+        return [dense_flat(a) for a in arrays], out, dense_flat(out)
+    arrays = [ascontiguous(a, dtype=dtype) for a in arrays]
+    out = np.empty(first.shape, dtype=dtype, like=first)
+    return [a.reshape(-1) for a in arrays], out, out.reshape(-1)
 
 
 def shape_of(x: Any) -> tuple[int, ...] | None:
@@ -143,6 +158,4 @@ def empty_like_layout(template: np.ndarray | None, shape: tuple[int, ...], dt: d
     return host_cache.empty(shape, dt.np)
 
 
-def compute_dtype(dt: dtypes.dtype) -> dtypes.dtype:
-    """The dtype kernels compute in: float16 is widened to float32, as torch's CPU kernels do."""
-    return dtypes.float32 if dt is dtypes.float16 else dt
+compute_dtype = dtypes.compute_dtype  # still imported from here by the fused ops and elementwise

@@ -13,10 +13,12 @@ from typing import Any, Callable
 
 from ..autograd.function import name_node
 from . import dtypes
-from .elementwise import _dtype_name, binary, inplace
+from .elementwise import binary, inplace
 from .matmul import addmm, bmm, dot, matmul
 from .out_arg import with_out
 from .tensor import Tensor
+from .arguments import tensor_args
+from ..linalg.products import multi_dot
 
 
 def _check_tensor(name: str, x: Any, arg: str) -> None:
@@ -45,6 +47,7 @@ def _refuse_bool(dt: dtypes.dtype, kernel: str) -> None:
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
+@tensor_args
 @with_out
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
@@ -57,8 +60,8 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
                                                                                  (vec, "vec")))
         raise RuntimeError(f"size mismatch, got {shapes}")
     if not (input.dtype is mat.dtype is vec.dtype):
-        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_dtype_name(input.dtype)}, "
-                           f"{_dtype_name(mat.dtype)}, and {_dtype_name(vec.dtype)}")
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {input.dtype.scalar_type_name}, "
+                           f"{mat.dtype.scalar_type_name}, and {vec.dtype.scalar_type_name}")
     _refuse_bool(mat.dtype, "addmv_impl_cpu")
     return scaled_sum(input, matmul(mat, vec), _blas_scalar(mat.dtype, beta), _blas_scalar(mat.dtype, alpha),
                       "AddmvBackward0")
@@ -71,6 +74,7 @@ def _addr_scalar(dt: dtypes.dtype, value: Any, name: str) -> Any:
     return bool(value) if dt is dtypes.bool else value
 
 
+@tensor_args
 @with_out(cast=True)
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``, in the dtype the three promote to (``and``/``or`` for bool)."""
@@ -99,6 +103,7 @@ def _check_batches(input: Tensor, batch1: Tensor, batch2: Tensor, keep_batch: bo
             raise RuntimeError(f"{arg} must be a 3D tensor")
 
 
+@tensor_args
 @with_out
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)`` (``input`` broadcast to the batch of products)."""
@@ -115,6 +120,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alp
                       "BaddbmmBackward0")
 
 
+@tensor_args
 @with_out
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``: the batch of products summed into one matrix."""
@@ -129,8 +135,8 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
                            f"{batch2.shape[1]}x{batch2.shape[2]})")
     for x, arg in ((input, "self"), (batch1, "mat1")):
         if x.dtype is not batch2.dtype:
-            raise RuntimeError(f"{arg} and mat2 must have the same dtype, but got {_dtype_name(x.dtype)} and "
-                               f"{_dtype_name(batch2.dtype)}")
+            raise RuntimeError(f"{arg} and mat2 must have the same dtype, but got {x.dtype.scalar_type_name} and "
+                               f"{batch2.dtype.scalar_type_name}")
     _refuse_bool(input.dtype, "addmm_impl_cpu_")
     dt = input.dtype
     product = bmm(batch1, batch2).sum(0, dtype=dt)
@@ -154,9 +160,10 @@ def _in_place(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     return method
 
 
-addmv_ = _in_place("addmv", addmv)
+addmv_ = tensor_args(_in_place("addmv", addmv))
 
 
+@tensor_args
 @with_out
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """``sum(conj(input) * other)`` of two 1-D tensors: ``dot`` for ember's real dtypes."""
@@ -165,18 +172,17 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_dtype_name(input.dtype)} "
-                           f"and {_dtype_name(other.dtype)}")
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {input.dtype.scalar_type_name} "
+                           f"and {other.dtype.scalar_type_name}")
     _refuse_bool(input.dtype, "dot")
     return name_node(dot(input, other), "VdotBackward0")
 
 
+@tensor_args
 @with_out
 def chain_matmul(*matrices: Tensor) -> Tensor:
     """The product of the given matrices in the cheapest order (deprecated in torch for
     ``torch.linalg.multi_dot``, which it calls, and so warns as torch does)."""
-    from ..linalg.products import multi_dot
-
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
                   "parameters.", UserWarning, stacklevel=2)

@@ -6,8 +6,9 @@ from typing import Any
 
 from ..autograd.grad_mode import no_grad
 from . import dtypes
-from .elementwise import _dtype_name
 from .tensor import Tensor
+from .arguments import tensor_args
+from .creation import tensor
 
 
 def _operand(input: Tensor, other: Any, op: str) -> Tensor:
@@ -16,18 +17,17 @@ def _operand(input: Tensor, other: Any, op: str) -> Tensor:
     if isinstance(other, Tensor):
         return other
     if isinstance(other, (bool, int, float)):
-        from .creation import tensor
-
         return tensor(other, dtype=input.dtype, device=input.device)
     raise TypeError(f"{op}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
 
 
+@tensor_args
 def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (or equal, which covers infinities); NaNs are close
     to each other only with ``equal_nan``. Both tensors must have one dtype, as in torch."""
     other = _operand(input, other, "isclose")
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"isclose(): {_dtype_name(input.dtype)} did not match {_dtype_name(other.dtype)}")
+        raise RuntimeError(f"isclose(): {input.dtype.scalar_type_name} did not match {other.dtype.scalar_type_name}")
     if rtol < 0 or atol < 0:
         bad, value = ("rtol", rtol) if rtol < 0 else ("atol", atol)
         raise RuntimeError(f"isclose(): {bad} must be greater than or equal to zero, but got {value}")
@@ -42,11 +42,13 @@ def isclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
         return close | (diff.isfinite() & (diff <= atol + rtol * b.abs()))
 
 
+@tensor_args
 def allclose(input: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether every element of ``input`` is close to ``other`` (see ``isclose``)."""
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
+@tensor_args
 def equal(input: Tensor, other: Tensor) -> bool:
     """Whether both tensors have the same size and elements (NaN equals nothing)."""
     other = _operand(input, other, "equal")

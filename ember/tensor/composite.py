@@ -12,17 +12,19 @@ from typing import Any
 
 from ..autograd.function import Function
 from . import dtypes, elementwise as ew
-from ._dispatch import compute_dtype
 from .out_arg import with_out
 from .tensor import Tensor
+from .arguments import tensor_args
 
 
+@tensor_args
 @with_out(cast=True)
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """``log(exp(input) + exp(other))``, stable for inputs of any magnitude (floating inputs only)."""
     return ew.binary("logaddexp", input, other)
 
 
+@tensor_args
 @with_out(cast=True)
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """``log2(2**input + 2**other)``, stable for inputs of any magnitude (floating inputs only)."""
@@ -33,6 +35,7 @@ def _as_double(x: Any) -> Any:
     return x.to(dtypes.float64) if isinstance(x, Tensor) else float(x)
 
 
+@tensor_args
 @with_out
 def float_power(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` computed and returned in float64, whatever the operands' dtypes."""
@@ -55,6 +58,7 @@ def _floating(name: str, input: Any) -> Tensor:
     return ew._as_float(ew._check_tensor(name, input))
 
 
+@tensor_args
 @with_out(cast=True)
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """``log(p / (1 - p))``; with ``eps``, ``p`` is clamped to [eps, 1 - eps] first (no gradient outside)."""
@@ -64,11 +68,13 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     return ew.div(p, ew.sub(1, p)).log()
 
 
+@tensor_args
 def logit_(self: Tensor, eps: float | None = None) -> Tensor:
     """In-place ``logit``."""
     return ew.inplace(self, "logit", lambda s: logit(s, eps))
 
 
+@tensor_args
 @with_out(cast=True)
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc, ``sin(pi x) / (pi x)``, and 1 at 0 (with gradient 0 there, not NaN)."""
@@ -78,6 +84,7 @@ def sinc(input: Tensor) -> Tensor:
     return ew.where(zero, 1.0, ew.div(scaled.sin(), scaled))
 
 
+@tensor_args
 def sinc_(self: Tensor) -> Tensor:
     """In-place ``sinc``."""
     return ew.inplace(self, "sinc", sinc)
@@ -95,6 +102,7 @@ class Heaviside(Function):
         raise RuntimeError("the derivative for 'heaviside' is not implemented.")
 
 
+@tensor_args
 @with_out
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
     """The Heaviside step of ``input``, taking ``values`` (broadcast) where ``input`` is zero."""
@@ -109,15 +117,17 @@ def heaviside_(self: Tensor, values: Tensor) -> Tensor:
     return ew.inplace(self, "heaviside", lambda s: heaviside(s, values))
 
 
+@tensor_args
 @with_out(cast=True)
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """``input * 2 ** other`` in the promoted dtype made floating (float16 scaled in float32, then rounded once)."""
     ew._check_tensor_operands("ldexp", input, other)
     result_dt = ew._float_of(dtypes.result_type_of((input, other)))
-    wide = compute_dtype(result_dt)
+    wide = result_dt.compute
     return ew.mul(input.to(wide), ew.pow(2.0, other.to(wide))).to(result_dt)
 
 
+@tensor_args
 def ldexp_(self: Tensor, other: Tensor) -> Tensor:
     """In-place ``ldexp``."""
     return ew.inplace(self, "ldexp", lambda s: ldexp(s, other))

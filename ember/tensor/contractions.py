@@ -16,19 +16,20 @@ import numpy as np
 from ..autograd.function import Function
 from . import dtypes
 from ._dispatch import ascontiguous, broadcast_shapes, sum_to_shape
-from .elementwise import _dtype_name, binary, mul, where
+from .elementwise import binary, mul, where
 from .matmul import matmul
 from .tensor import Tensor, _wrap_dim
 from .out_arg import with_out
 from .views import diagonal, permute, reshape, squeeze, unsqueeze
+from .arguments import tensor_args
 
 
 def _same_dtype(tensors: Sequence[Tensor]) -> None:
     """torch's CPU contractions need one dtype: "expected scalar type Float but found Double"."""
     for t in tensors[1:]:
         if t.dtype is not tensors[0].dtype:
-            raise RuntimeError(f"expected scalar type {_dtype_name(tensors[0].dtype)} but found "
-                               f"{_dtype_name(t.dtype)}")
+            raise RuntimeError(f"expected scalar type {tensors[0].dtype.scalar_type_name} but found "
+                               f"{t.dtype.scalar_type_name}")
 
 
 def _sum(x: Tensor, dims: Sequence[int], keep_dtype: bool = True) -> Tensor:
@@ -252,6 +253,7 @@ def _dims_list(value: Any) -> list[int]:
     return [int(v) for v in value]
 
 
+@tensor_args
 @with_out
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or explicit lists of dims)."""
@@ -289,6 +291,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     return _permuted(x, [term.index(s) for s in free])
 
 
+@tensor_args
 @with_out
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """Sum of products over the last dims (a scalar factor when either is 0-D)."""
@@ -300,6 +303,7 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     return tensordot(input, other, ([-1], [-1]))
 
 
+@tensor_args
 @with_out(cast=True)
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """Kronecker product: every element of ``input`` scales a copy of ``other`` (ranks padded with 1s)."""
@@ -312,6 +316,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- trace
+@tensor_args
 def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a matrix (integers sum to int64)."""
     if input.ndim != 2:
@@ -386,6 +391,7 @@ def _cdist_weight(diff: Tensor, dist: Tensor, p: float) -> Tensor:
 _COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
+@tensor_args
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """Distances ``||x1[..., i, :] - x2[..., j, :]||_p`` for every pair of rows, batch dims broadcast.
 
@@ -396,7 +402,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     for name, x in (("X1", x1), ("X2", x2)):
         if not x.dtype.is_floating_point:
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_dtype_name(x.dtype)}")
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {x.dtype.scalar_type_name}")
         if x.ndim < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.ndim}D")
     if x1.shape[-1] != x2.shape[-1]:

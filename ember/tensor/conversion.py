@@ -6,14 +6,21 @@ from typing import Any
 import numpy as np
 
 from ..autograd.function import Function
-from . import dtypes
-from ._dispatch import copy_array
+from ..autograd.tangents import linear_jvp
+from . import creation, dtypes
+from ._dispatch import broadcast_shapes, copy_array, sum_to_shape
 from .device import as_device, device as device_type, place
 from .tensor import Tensor
+from .arguments import tensor_args
+from .views import as_strided, Copy
+from .elementwise import inplace
+from .creation import full, tensor
 
 
 class Cast(Function):
     """A copy in another dtype; the gradient is cast back."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, x, dt):
@@ -28,6 +35,8 @@ class Cast(Function):
 class Clone(Function):
     """A copy with its own storage (keeps the memory format, as torch's preserve_format)."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x):
         return copy_array(x._array, order="K")
@@ -37,11 +46,10 @@ class Clone(Function):
         return g
 
 
+@tensor_args
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     """A copy that shares nothing with ``input`` but its graph."""
     if memory_format is not None and memory_format.name not in ("preserve_format",):
-        from .views import Copy
-
         return Copy.apply(input, memory_format)
     return Clone.apply(input)
 
@@ -62,6 +70,8 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any]:
 
 class ToDevice(Function):
     """A copy on another device; the gradient goes back to the source device."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, x, dev, non_blocking=False):
@@ -127,10 +137,10 @@ def type_as(input: Tensor, other: Tensor) -> Tensor:
 class CopyInto(Function):
     """``dst.copy_(src)``: the gradient flows to ``src`` (summed over broadcast dims)."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, dst, src):
-        from ._dispatch import broadcast_shapes
-
         if broadcast_shapes(dst.shape, src.shape) != dst.shape:
             raise RuntimeError(
                 f"output with shape {list(dst.shape)} doesn't match the broadcast shape "
@@ -143,8 +153,6 @@ class CopyInto(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ._dispatch import sum_to_shape
-
         return None, sum_to_shape(g, ctx.src_shape).to(ctx.src_device, ctx.src_dtype)
 
 
@@ -152,11 +160,7 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, cast) into ``self``'s storage. With ``non_blocking=True`` a ``src`` on another
     device first moves over as ``src.to(self.device, non_blocking=True)`` does: from pinned host memory to the GPU
     that transfer is queued on the current stream, and the copy into ``self`` follows it there."""
-    from .elementwise import inplace
-
     if not isinstance(src, Tensor):
-        from .creation import tensor
-
         src = tensor(src)
     if non_blocking and src.device != self.device:
         src = to(src, self.device, non_blocking=True)
@@ -165,8 +169,6 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     """Set every element to ``value`` (a number or 0-d tensor)."""
-    from .creation import full
-
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(
@@ -183,8 +185,6 @@ def zero_(self: Tensor) -> Tensor:
 
 def _new(factory_name: str):
     def new(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-        from . import creation
-
         return getattr(creation, factory_name)(*size, dtype=dtype or self.dtype, device=device or self.device,
                                                requires_grad=requires_grad)
 
@@ -200,8 +200,6 @@ new_empty = _new("empty")
 def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     """``full`` with this tensor's dtype by default."""
-    from .creation import full
-
     return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                 requires_grad=requires_grad)
 
@@ -209,8 +207,6 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, dev
 def new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
                       requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor laid out with ``stride`` (in elements); this tensor's dtype and device by default."""
-    from .views import as_strided
-
     size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
     extent = sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
     out = as_strided(new_empty(self, max(extent, 0), dtype=dtype, device=device), size, stride).detach()
@@ -220,6 +216,4 @@ def new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
     """``tensor(data)`` with this tensor's dtype by default."""
-    from .creation import tensor
-
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)

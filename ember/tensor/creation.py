@@ -13,6 +13,8 @@ from .device import CPU, allocate, as_device, factory_device, place
 from .tensor import Size, Tensor
 from .out_arg import with_out
 from .pinned import pinned_copy
+from .arguments import tensor_args
+from .views import storage_view
 
 
 def _finish(array: np.ndarray, requires_grad: bool, device: Any = CPU, pin_memory: bool = False) -> Tensor:
@@ -113,6 +115,7 @@ def _filled(size: Sequence[Any], op: str, value: Any, dtype: Any, device: Any, r
     return _finish(allocate(shape, dt.np, device, value), requires_grad, device, pin_memory)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           layout: Any = None, pin_memory: bool = False) -> Tensor:
@@ -120,6 +123,7 @@ def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _filled(size, "zeros", 0, dtype, device, requires_grad, pin_memory)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          layout: Any = None, pin_memory: bool = False) -> Tensor:
@@ -127,6 +131,7 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
     return _filled(size, "ones", 1, dtype, device, requires_grad, pin_memory)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           memory_format: Any = None, pin_memory: bool = False, layout: Any = None) -> Tensor:
@@ -134,6 +139,7 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _filled(size, "empty", None, dtype, device, requires_grad, pin_memory)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
@@ -152,6 +158,7 @@ def _like(input: Tensor, dtype: Any) -> dtypes.dtype:
     return input.dtype if dtype is None else dtypes.to_dtype(dtype)
 
 
+@tensor_args
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
     """Zeros of ``input``'s shape and dtype."""
@@ -159,6 +166,7 @@ def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires
                  requires_grad=requires_grad)
 
 
+@tensor_args
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
     """Ones of ``input``'s shape and dtype."""
@@ -166,6 +174,7 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_
                  requires_grad=requires_grad)
 
 
+@tensor_args
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
     """Uninitialised, of ``input``'s shape and dtype."""
@@ -173,6 +182,7 @@ def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires
                  requires_grad=requires_grad)
 
 
+@tensor_args
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     """``fill_value`` in ``input``'s shape and dtype."""
@@ -184,6 +194,7 @@ def _number(x: Any) -> Any:
     return x.item() if isinstance(x, Tensor) else x
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def arange(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
@@ -207,6 +218,7 @@ def arange(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None,
     return _finish(array, requires_grad, device)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
@@ -221,6 +233,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     return _finish(array.astype(dt.np), requires_grad, device)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
@@ -233,6 +246,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
     return _finish(array.astype(dt.np), requires_grad, device)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
@@ -247,8 +261,6 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
 def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None, layout: Any = None,
                   device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """An uninitialised tensor of ``size`` with the given element ``stride``s, over a storage just big enough."""
-    from .views import storage_view
-
     shape = _size_arg((tuple(size),), "empty_strided")
     strides = tuple(int(s) for s in stride)
     if len(strides) != len(shape):
@@ -296,7 +308,7 @@ def _asarray_tensor(obj: Tensor, dtype: Any, device: Any, copy: bool | None) -> 
     if wrong_dtype or wrong_device:
         return obj.to(device=dev or obj.device, dtype=dt or obj.dtype, copy=True)
     if copy:
-        from .conversion import clone
+        from .conversion import clone  # not at the top: conversion imports this module
 
         return clone(obj)
     return obj

@@ -162,19 +162,19 @@ def place(array: Any, dev: device, non_blocking: bool = False) -> Any:
 
     if non_blocking and array.flags.c_contiguous and is_pinned_array(array):
         return copy_to_device_async(array)
-    from ..cuda_kernels import DeviceStorage
+    from ..cuda._state import storage_type
 
-    return DeviceStorage.from_numpy(array)
+    return storage_type().from_numpy(array)
 
 
 def allocate(shape: tuple[int, ...], dtype: np.dtype, dev: device, fill: Any = None) -> Any:
     """A new C-contiguous array on ``dev``, filled with ``fill`` unless it is None."""
     if dev.type == "cpu":
         return np.empty(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
-    from ..cuda_kernels import DeviceStorage
+    from ..cuda._state import storage_type
 
     activate(dev.index)
-    array = DeviceStorage.empty(shape, dtype)
+    array = storage_type().empty(shape, dtype)
     if fill is not None:
         array.fill(fill)
     return array

@@ -7,19 +7,29 @@ from typing import Any
 
 import numpy as np
 
+from ..kernels.common.dtypes import compute_dtype as _kernel_compute_dtype
+
 
 class dtype:
-    """A tensor element type, printed and compared like ``torch.dtype``."""
+    """A tensor element type, printed and compared like ``torch.dtype``.
 
-    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category")
+    Besides torch's attributes it carries torch's two spellings of it in messages, ``scalar_type_name`` (the
+    ScalarType: "Float", as in "torch.FloatTensor") and ``cpp_type_name`` (the C++ type: "float"), and
+    ``compute``, the dtype kernels compute it in (float32 for float16, else itself).
+    """
 
-    def __init__(self, name: str, np_dtype: Any, category: int) -> None:
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category", "scalar_type_name",
+                 "cpp_type_name", "compute")
+
+    def __init__(self, name: str, np_dtype: Any, category: int, scalar_type_name: str, cpp_type_name: str) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
         self.is_floating_point = category == _FLOAT
         self.is_signed = category == _FLOAT or (category == _INT and self.np.kind == "i")
         self._category = category
+        self.scalar_type_name = scalar_type_name
+        self.cpp_type_name = cpp_type_name
 
     @property
     def is_complex(self) -> bool:
@@ -37,25 +47,25 @@ class dtype:
 
 _BOOL, _INT, _FLOAT = 0, 1, 2
 
-bool = dtype("bool", np.bool_, _BOOL)  # noqa: A001 - torch's name
-uint8 = dtype("uint8", np.uint8, _INT)
-int8 = dtype("int8", np.int8, _INT)
-int16 = dtype("int16", np.int16, _INT)
-int32 = dtype("int32", np.int32, _INT)
-int64 = dtype("int64", np.int64, _INT)
-float16 = dtype("float16", np.float16, _FLOAT)
-float32 = dtype("float32", np.float32, _FLOAT)
-float64 = dtype("float64", np.float64, _FLOAT)
+bool = dtype("bool", np.bool_, _BOOL, "Bool", "bool")  # noqa: A001 - torch's name
+uint8 = dtype("uint8", np.uint8, _INT, "Byte", "unsigned char")
+int8 = dtype("int8", np.int8, _INT, "Char", "signed char")
+int16 = dtype("int16", np.int16, _INT, "Short", "short int")
+int32 = dtype("int32", np.int32, _INT, "Int", "int")
+int64 = dtype("int64", np.int64, _INT, "Long", "long int")
+float16 = dtype("float16", np.float16, _FLOAT, "Half", "c10::Half")
+float32 = dtype("float32", np.float32, _FLOAT, "Float", "float")
+float64 = dtype("float64", np.float64, _FLOAT, "Double", "double")
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
 FLOAT_DTYPES = (float16, float32, float64)
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
-# torch's two spellings of a dtype in its messages: the ScalarType name and the C++ type name
-SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-                     "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-                  "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+for _d in ALL_DTYPES:  # the kernels' rule, on NumPy dtypes, written in ember.kernels.common.dtypes
+    _d.compute = _BY_NP[_kernel_compute_dtype(_d.np)]
+# torch's two spellings of a dtype in its messages, by ember name: the ScalarType name and the C++ type name
+SCALAR_TYPE_NAMES = {d.name: d.scalar_type_name for d in ALL_DTYPES}
+CPP_TYPE_NAMES = {d.name: d.cpp_type_name for d in ALL_DTYPES}
 ALIASES = {
     "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
     "short": int16, "uint8": uint8, "bool": bool,
@@ -66,10 +76,17 @@ def _dtype_by_name(name: str) -> dtype:
     return _BY_NAME[name]
 
 
+def compute_dtype(dt: dtype) -> dtype:
+    """The dtype kernels compute ``dt`` in (``dt.compute``): float16 is widened to float32, as torch's CPU
+    kernels do, and the result is rounded back once."""
+    return dt.compute
+
+
 def from_numpy_dtype(np_dtype: Any) -> dtype:
     """The ember dtype of a NumPy dtype; TypeError for ones ember does not hold."""
     try:
-        return _BY_NP[np.dtype(np_dtype)]
+        found = _BY_NP.get(np_dtype)  # an array's own dtype: one lookup, no np.dtype() call
+        return found if found is not None else _BY_NP[np.dtype(np_dtype)]
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
@@ -129,6 +146,11 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     if higher is bool or lower.is_floating_point:
         return promote_types(higher, lower)
     return higher
+
+
+def result_type(tensor1: Any, tensor2: Any) -> dtype:
+    """The dtype an op on these two operands (tensors or numbers) produces, by torch's promotion."""
+    return result_type_of((tensor1, tensor2))
 
 
 def result_type_of(operands) -> dtype:

@@ -1,8 +1,11 @@
 """Elementwise tensor ops: promotion, broadcasting, kernels, and their gradients.
 
-Every op is a ``Function`` made from a table row: the op code, how it types
-its result, and a backward formula written in tensor ops (so it is itself
-differentiable). Public functions are thin wrappers in torch's style.
+Every unary and binary op is a ``Function`` class made from its declaration in ``ember.opcodes``: the op code,
+how it types its result, what its backward reads and the backward formula, written in tensor ops (so it is
+itself differentiable). ``unary(name, x)`` and ``binary(name, a, b)`` run them by name; the Tensor methods and
+torch functions that call them are made in ``methods`` and ``elementwise_functions``. The functions written out
+here are the ones with more to them (``add``'s ``alpha``, ``div``'s ``rounding_mode``, the predicates) and the
+ternary ops.
 """
 from __future__ import annotations
 
@@ -12,23 +15,18 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import opcodes as op
-from ..cpu_kernels import elementwise as cpu_elementwise
-from ..cpu_kernels.quiet import quietly
-from ..autograd import forward_ad, function as _function
-from ..autograd.function import Function, FunctionCtx
-from ..autograd.grad_mode import _state as _grad_modes, is_grad_enabled
+from ..opcodes import BOOL, FLOAT, FLOAT_ONLY, INT_ONLY, SAME  # noqa: F401 - how an op types its result
+from ..kernels.common.quiet import quietly
+from ..autograd import dual_levels, function as _function
+from ..autograd.function import NO_RECORD, Function, must_apply
+from ..autograd.tangents import total_tangent
+from ..autograd.grad_mode import is_grad_enabled
 from . import dtypes
 from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, on_device, shape_of, \
     sum_to_shape
 from .tensor import Tensor, _check_inplace
 from .out_arg import with_out
-
-# How an op types its result.
-SAME = "same"          # the promoted input dtype (bool stays bool)
-FLOAT = "float"        # integers and bool become the default float dtype
-BOOL = "bool"          # computed in the promoted dtype, result is bool
-INT_ONLY = "int"       # integers and bool only
-FLOAT_ONLY = "float_only"  # floating inputs only, result in the same dtype
+from .arguments import tensor_args
 
 
 def _float_of(dt: dtypes.dtype) -> dtypes.dtype:
@@ -51,6 +49,15 @@ def _types(name: str, kind: str, promoted: dtypes.dtype) -> tuple[dtypes.dtype, 
     return compute_dtype(promoted), promoted
 
 
+# The host's elementwise kernels, for the fast paths that run on two NumPy arrays only (``backend()`` of no
+# device operand is the host's).
+_HOST = backend().elementwise
+
+
+def _refuse(cls: type, dt: dtypes.dtype) -> None:
+    raise NotImplementedError(f'"{cls.kernel}_cpu" not implemented for \'{_dtype_name(dt)}\'')
+
+
 def _run(kernel: Callable, code: int, arrays: list[np.ndarray], shape: tuple[int, ...], cdt: dtypes.dtype,
          rdt: dtypes.dtype) -> np.ndarray:
     """Run ``kernel(code, *arrays, out)`` into a fresh array, converting from the compute dtype if needed."""
@@ -63,90 +70,69 @@ def _run(kernel: Callable, code: int, arrays: list[np.ndarray], shape: tuple[int
 
 
 # ----------------------------------------------------------------------------- unary
+def _class_name(d: op.Elementwise) -> str:
+    """torch's node stem: ``Exp``, ``FloorDivide``; ops of ``torch.special`` only are ``SpecialEntr``."""
+    name = d.name.capitalize() if d.arity == 1 else d.name.title().replace("_", "")
+    return "Special" + name if d.special and not d.function and not d.method else name
+
+
 class _Unary(Function):
-    """Base of one-input ops; subclasses set ``code``, ``kind`` and ``grad``."""
+    """Base of one-input ops; ``_unary_class`` sets the attributes from the op's declaration."""
 
     code: int = -1
     kind: str = SAME
+    kernel = ""  # the op in torch's dtype errors ('"frac_cpu" not implemented for ...')
     grad: Callable | None = None
-    uses_output = False  # whether ``grad`` needs the result (saved) or the input
+    uses_input = True    # the backward reads the input (saved)
+    uses_output = False  # the backward reads the result (saved)
+    checks_inputs = False  # some input dtypes have a rule of their own (``unary`` applies these four)
+    refuses: tuple[str, ...] = ()  # input dtypes torch has no kernel for
+    integer_identity = False  # integers come back unchanged
+    bool_error = ""  # torch's error for a bool input
+    bool_as_int64 = False  # a bool input computes as int64
 
     @classmethod
     def forward(cls, ctx, x: Tensor) -> Any:
-        cdt, rdt = _types(cls.__name__.lower(), cls.kind, x.dtype)
+        cdt, rdt = _types(cls.kernel, cls.kind, x.dtype)
         arr = as_array(x, cdt)
         result = Tensor._make(_run(backend(x).unary, cls.code, [arr], arr.shape, cdt, rdt))
         if ctx.needs_input_grad:
-            ctx.save_for_backward(None if cls.uses_output else x, result if cls.uses_output else None)
+            ctx.save_for_backward(x if cls.uses_input else None, result if cls.uses_output else None)
         return result
 
     @classmethod
     def backward(cls, ctx, g: Tensor) -> Tensor:
         if cls.grad is None:
-            raise RuntimeError(f"the derivative for '{cls.__name__.lower()}' is not implemented.")
+            raise RuntimeError(f"the derivative for '{cls.kernel}' is not implemented.")
         x, y = ctx.saved_tensors
         return cls.grad(x, y, g)
 
+    @classmethod
+    def jvp_rule(cls, args: tuple, outputs: tuple, tangents: tuple) -> Tensor:
+        """Forward mode: the backward formula ``g * f'(x)`` taken at ``g = t``."""
+        if cls.grad is None:
+            raise RuntimeError(f"the derivative for '{cls.kernel}' is not implemented.")
+        return cls.grad(args[0], outputs[0], tangents[0])
 
-def _unary_class(name: str, code: int, kind: str, grad: Callable | None) -> type:
-    attrs = {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None,
-             "uses_output": name.lower() in _GRAD_USES_OUTPUT}
-    cls = type(name, (_Unary,), attrs)
-    cls.__doc__ = f"Elementwise {name.lower()}."
+
+def _unary_class(d: op.Unary) -> type:
+    attrs = {"code": d.code, "kind": d.result, "kernel": d.name.replace("_", ""),
+             "grad": staticmethod(d.grad) if d.grad else None,
+             "uses_input": d.grad_reads_input, "uses_output": d.grad_reads_output,
+             "checks_inputs": bool(d.refuses or d.integer_identity or d.bool_error or d.bool_as_int64),
+             "refuses": d.refuses, "integer_identity": d.integer_identity, "bool_error": d.bool_error,
+             "bool_as_int64": d.bool_as_int64}
+    cls = type(_class_name(d), (_Unary,), attrs)
+    cls.__doc__ = f"Elementwise {d.name}."
     return cls
 
 
-_PI = math.pi
-UNARY_OPS: dict[str, tuple[int, str, Callable | None]] = {
-    "neg": (op.NEG, SAME, lambda x, y, g: -g),
-    "abs": (op.ABS, SAME, lambda x, y, g: g * x.sign()),
-    "exp": (op.EXP, FLOAT, lambda x, y, g: g * y),
-    "exp2": (op.EXP2, FLOAT, lambda x, y, g: g * y * math.log(2.0)),
-    "expm1": (op.EXPM1, FLOAT, lambda x, y, g: g * (y + 1)),
-    "log": (op.LOG, FLOAT, lambda x, y, g: g / x),
-    "log2": (op.LOG2, FLOAT, lambda x, y, g: g / (x * math.log(2.0))),
-    "log10": (op.LOG10, FLOAT, lambda x, y, g: g / (x * math.log(10.0))),
-    "log1p": (op.LOG1P, FLOAT, lambda x, y, g: g / (x + 1)),
-    "sin": (op.SIN, FLOAT, lambda x, y, g: g * x.cos()),
-    "cos": (op.COS, FLOAT, lambda x, y, g: -g * x.sin()),
-    "tan": (op.TAN, FLOAT, lambda x, y, g: g * (1 + y * y)),
-    "asin": (op.ASIN, FLOAT, lambda x, y, g: g * (1 - x * x).rsqrt()),
-    "acos": (op.ACOS, FLOAT, lambda x, y, g: -g * (1 - x * x).rsqrt()),
-    "atan": (op.ATAN, FLOAT, lambda x, y, g: g / (1 + x * x)),
-    "sinh": (op.SINH, FLOAT, lambda x, y, g: g * x.cosh()),
-    "cosh": (op.COSH, FLOAT, lambda x, y, g: g * x.sinh()),
-    "tanh": (op.TANH, FLOAT, lambda x, y, g: g * (1 - y * y)),
-    "asinh": (op.ASINH, FLOAT, lambda x, y, g: g * (x * x + 1).rsqrt()),
-    "acosh": (op.ACOSH, FLOAT, lambda x, y, g: g * (x * x - 1).rsqrt()),
-    "atanh": (op.ATANH, FLOAT, lambda x, y, g: g / (1 - x * x)),
-    "sqrt": (op.SQRT, FLOAT, lambda x, y, g: g / (2 * y)),
-    "rsqrt": (op.RSQRT, FLOAT, lambda x, y, g: -0.5 * g * y * y * y),
-    "square": (op.SQUARE, SAME, lambda x, y, g: 2 * g * x),
-    "sigmoid": (op.SIGMOID, FLOAT, lambda x, y, g: g * y * (1 - y)),
-    "erf": (op.ERF, FLOAT, lambda x, y, g: g * (2 / math.sqrt(_PI)) * (-x * x).exp()),
-    "erfc": (op.ERFC, FLOAT, lambda x, y, g: g * (-2 / math.sqrt(_PI)) * (-x * x).exp()),
-    "erfinv": (op.ERFINV, FLOAT, lambda x, y, g: g * (math.sqrt(_PI) / 2) * (y * y).exp()),
-    "lgamma": (op.LGAMMA, FLOAT, lambda x, y, g: g * x.digamma()),
-    "digamma": (op.DIGAMMA, FLOAT, lambda x, y, g: g * unary("trigamma", x)),
-    "trigamma": (op.TRIGAMMA, FLOAT, None),
-    "sign": (op.SIGN, SAME, lambda x, y, g: g * 0),
-    "floor": (op.FLOOR, SAME, lambda x, y, g: g * 0),
-    "ceil": (op.CEIL, SAME, lambda x, y, g: g * 0),
-    "round": (op.ROUND, SAME, lambda x, y, g: g * 0),
-    "trunc": (op.TRUNC, SAME, lambda x, y, g: g * 0),
-    "frac": (op.FRAC, FLOAT_ONLY, lambda x, y, g: g),
-    "reciprocal": (op.RECIPROCAL, FLOAT, lambda x, y, g: -g * y * y),
-    "relu": (op.RELU, SAME, lambda x, y, g: g * (y > 0)),
-}
-# Ops whose gradient is written in terms of the result; the others save their input.
-_GRAD_USES_OUTPUT = {"exp", "exp2", "expm1", "tan", "tanh", "sqrt", "rsqrt", "sigmoid", "erfinv", "reciprocal",
-                     "relu"}
-_NO_CTX = FunctionCtx()  # the ctx of calls that record nothing (its needs_input_grad is empty)
-_UNARY_CLASSES = {name: _unary_class(name.capitalize(), *spec) for name, spec in UNARY_OPS.items()}
-# Rounding ops are the identity on integers (torch returns them unchanged).
-_IDENTITY_ON_INTEGERS = {"floor", "ceil", "round", "trunc"}
+# The unary ops with a Function (``GENERATED``, ``WRITTEN`` and ``INTERNAL`` declarations), by name.
+UNARY_OPS: dict[str, op.Unary] = {d.name: d for d in op.UNARY if d.surface != op.KERNEL}
+_UNARY_CLASSES = {name: _unary_class(d) for name, d in UNARY_OPS.items()}
 
 
+@tensor_args
 @with_out
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - torch's name
     """Round half to even, at ``decimals`` digits after the point (as torch: scale, round, unscale)."""
@@ -166,21 +152,21 @@ def _check_tensor(name: str, x: Any) -> Tensor:
 def unary(name: str, x: Any) -> Tensor:
     """Apply the unary op ``name`` to tensor ``x``."""
     _check_tensor(name, x)
-    if name in _IDENTITY_ON_INTEGERS and not x.dtype.is_floating_point:
-        return x.clone()
-    if name == "square" and x.dtype is dtypes.bool:  # torch squares as pow(x, 2), and bool ** int is int64
-        x = x.to(dtypes.int64)
-    if x.dtype is dtypes.bool and name in ("neg",):
-        raise RuntimeError(
-            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
-            "use the `~` or `logical_not()` operator instead."
-        )
-    if x.dtype is dtypes.bool and name == "relu":
-        raise RuntimeError("Boolean inputs not supported for relu")
     cls = _UNARY_CLASSES[name]
-    if (x._requires_grad and _grad_modes.enabled) or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler)
+    if cls.checks_inputs:  # one attribute test for the ops without such rules
+        dt = x.dtype
+        if dt.name in cls.refuses:
+            _refuse(cls, dt)
+        if cls.integer_identity and not dt.is_floating_point:
+            return x.clone()
+        if dt is dtypes.bool:
+            if cls.bool_error:
+                raise RuntimeError(cls.bool_error)
+            if cls.bool_as_int64:  # torch squares as pow(x, 2), and bool ** int is int64
+                x = x.to(dtypes.int64)
+    if must_apply(x):
         return cls.apply(x)
-    return cls.forward(_NO_CTX, x)
+    return cls.forward(NO_RECORD, x)
 
 
 def _predicate(code: int, x: Tensor, integer_value: bool) -> Tensor:
@@ -193,33 +179,39 @@ def _predicate(code: int, x: Tensor, integer_value: bool) -> Tensor:
     return Tensor._make(out)
 
 
+@tensor_args
 def isnan(x: Tensor) -> Tensor:
     """Which elements are NaN."""
     return _predicate(op.ISNAN, x, False)
 
 
+@tensor_args
 def isinf(x: Tensor) -> Tensor:
     """Which elements are +inf or -inf."""
     return _predicate(op.ISINF, x, False)
 
 
+@tensor_args
 @with_out
 def isposinf(x: Tensor) -> Tensor:
     """Which elements are +inf."""
     return _predicate(op.ISPOSINF, x, False)
 
 
+@tensor_args
 @with_out
 def isneginf(x: Tensor) -> Tensor:
     """Which elements are -inf."""
     return _predicate(op.ISNEGINF, x, False)
 
 
+@tensor_args
 def isfinite(x: Tensor) -> Tensor:
     """Which elements are neither NaN nor infinite."""
     return _predicate(op.ISFINITE, x, True)
 
 
+@tensor_args
 @with_out
 def signbit(x: Tensor) -> Tensor:
     """Which elements have the sign bit set (-0.0 included)."""
@@ -228,6 +220,7 @@ def signbit(x: Tensor) -> Tensor:
     return _predicate(op.SIGNBIT, x, False)
 
 
+@tensor_args
 @with_out(cast=True)
 def logical_not(x: Tensor) -> Tensor:
     """Elementwise ``not`` (result is bool)."""
@@ -236,6 +229,7 @@ def logical_not(x: Tensor) -> Tensor:
     return Tensor._make(out)
 
 
+@tensor_args
 @with_out
 def bitwise_not(x: Tensor) -> Tensor:
     """Elementwise bit inversion (logical not for bool)."""
@@ -263,12 +257,12 @@ class _Binary(Function):
         x, y = getattr(a, "_array", None), getattr(b, "_array", None)
         if type(x) is np.ndarray and type(y) is np.ndarray and x.shape == y.shape and x.dtype == y.dtype and x.ndim:
             code = _same_dtype_code(cls, x.dtype)
-            out = None if code is None else cpu_elementwise.binary_same_layout(code, x, y)
+            out = None if code is None else _HOST.binary_same_layout(code, x, y)
             if out is not None:
                 return out
         promoted = dtypes.result_type_of((a, b))
         code, cdt, rdt = cls.select(promoted)
-        shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=cls.__name__.lower())
+        shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=cls.kernel)
         arrays = [as_array(a, cdt), as_array(b, cdt)]
         cls.validate(a, b, arrays, cdt)
         return _run(backend(a, b).binary, code, arrays, shape, cdt, rdt)
@@ -293,7 +287,7 @@ class _Binary(Function):
     @classmethod
     def select(cls, promoted: dtypes.dtype) -> tuple[int, dtypes.dtype, dtypes.dtype]:
         """The op code and (compute, result) dtypes for a promoted input dtype."""
-        cdt, rdt = _types(cls.__name__.lower(), cls.kind, promoted)
+        cdt, rdt = _types(cls.kernel, cls.kind, promoted)
         return cls.code, cdt, rdt
 
     @classmethod
@@ -314,6 +308,18 @@ class _Binary(Function):
         return sum_to_shape(ga, shapes[0]) if ga is not None else None, \
             sum_to_shape(gb, shapes[1]) if gb is not None else None
 
+    @classmethod
+    def jvp_rule(cls, args: tuple, outputs: tuple, tangents: tuple) -> Tensor:
+        """Forward mode: each operand's backward formula at its tangent broadcast to the output, summed."""
+        a, b = args
+        out = outputs[0]
+        parts = []
+        for i, t in enumerate(tangents):
+            if t is not None:
+                g = t if t.shape == out.shape else t.expand(tuple(out.shape))
+                parts.append(cls.grad(a, b, out, g, (i == 0, i == 1))[i])
+        return total_tangent(parts, out)
+
 
 _SAME_DTYPE_CODES: dict[tuple[type, str], int | None] = {}
 
@@ -332,45 +338,34 @@ def _same_dtype_code(cls: type, np_dtype: np.dtype) -> int | None:
     return _SAME_DTYPE_CODES[key]
 
 
-def _binary_class(name: str, code: int, kind: str, grad: Callable | None, **extra: Any) -> type:
-    attrs = {"code": code, "kind": kind, "grad": staticmethod(grad) if grad else None,
-             "uses_output": name.lower() in ("div", "hypot", "pow", "copysign"),
-             "uses_inputs": name.lower() not in ("add", "sub")}
-    attrs.update({k: classmethod(v) for k, v in extra.items()})
-    cls = type(name, (_Binary,), attrs)
-    cls.__doc__ = f"Elementwise {name.lower()} of two operands."
-    return cls
-
-
-def _needs(n: tuple, i: int) -> bool:
-    return len(n) > i and n[i]
-
-
 def _check_int_divisor(cls, a, b, arrays, cdt):
     if not cdt.is_floating_point and arrays[1].size and not np.all(arrays[1]):
         raise RuntimeError("ZeroDivisionError")
 
 
-def _int_or_float(int_code: int, float_code: int):
+def _int_or_float(int_code: int):
+    """A ``select`` for ops whose integer operands run another kernel (``int_code``)."""
     def select(cls, promoted):
-        cdt, rdt = _types(cls.__name__.lower(), SAME, promoted)
-        return (float_code if cdt.is_floating_point else int_code), cdt, rdt
+        cdt, rdt = _types(cls.kernel, SAME, promoted)
+        return (cls.code if cdt.is_floating_point else int_code), cdt, rdt
     return select
 
 
 def _by_float_width(codes: dict[dtypes.dtype, int]):
     """A ``select`` for ops with one kernel per float width (``codes``; the class's own code for the others)."""
     def select(cls, promoted):
-        cdt, rdt = _types(cls.__name__.lower(), cls.kind, promoted)
+        cdt, rdt = _types(cls.kernel, cls.kind, promoted)
         return codes.get(rdt, cls.code), cdt, rdt
     return select
 
 
-def _integers_only(cls, promoted):
-    """INT_ONLY without bool (gcd, lcm): torch has no kernel for it."""
-    if promoted is dtypes.bool:
-        raise NotImplementedError(f'"{cls.__name__.lower()}_cpu" not implemented for \'Bool\'')
-    return _Binary.select.__func__(cls, promoted)
+def _refusing(select: Callable, refused: tuple[str, ...]):
+    """``select`` that first refuses the promoted dtypes torch has no kernel for (gcd's bool)."""
+    def checked(cls, promoted):
+        if promoted.name in refused:
+            _refuse(cls, promoted)
+        return select(cls, promoted)
+    return checked
 
 
 def _pow_validate(cls, a, b, arrays, cdt):
@@ -384,7 +379,7 @@ def _pow_validate(cls, a, b, arrays, cdt):
 _POW_SHORTCUTS: dict[float, Callable[[Tensor], np.ndarray]] = {
     2.0: lambda x: _BINARY_CLASSES["mul"].compute(x, x),
     3.0: lambda x: _run(backend(x).unary, op.CUBE, [x._array], x._array.shape, x.dtype, x.dtype),
-    0.5: lambda x: _UNARY_CLASSES["sqrt"].forward(_NO_CTX, x)._array,
+    0.5: lambda x: _UNARY_CLASSES["sqrt"].forward(NO_RECORD, x)._array,
     -1.0: lambda x: _BINARY_CLASSES["div"].compute(1.0, x),
 }
 
@@ -398,79 +393,39 @@ def _pow_compute(cls, a, b):
     return _Binary.compute.__func__(cls, a, b)
 
 
-def _pow_grad(a, b, y, g, n):
-    ga = gb = None
-    if _needs(n, 0):
-        ga = g * 0 if (not isinstance(b, Tensor) and b == 0) else g * b * pow(a, b - 1)
-    if _needs(n, 1):
-        if isinstance(a, Tensor):
-            gb = g * where((a == 0) & (b >= 0), 0.0, y * a.log())
-        else:
-            gb = g * y * (math.log(a) if a > 0 else (0.0 if a == 0 else math.nan))
-    return ga, gb
+# What a written op does beyond its declaration (pow: the negative-exponent check and the shortcuts).
+_BINARY_OVERRIDES = {"pow": {"validate": _pow_validate, "compute": _pow_compute}}
 
 
-def _max_grad(pick_a: Callable):
-    def grad(a, b, y, g, n):
-        mask_a = pick_a(a, b)
-        # ties split the gradient evenly, as torch does
-        tie = (a == b) if isinstance(a, Tensor) and isinstance(b, Tensor) else None
-        wa = mask_a.to(g.dtype)
-        if tie is not None:
-            wa = where(tie, 0.5, wa)
-        return (g * wa if _needs(n, 0) else None), (g * (1 - wa) if _needs(n, 1) else None)
-    return grad
+def _binary_rules(d: op.Binary) -> dict[str, Callable]:
+    """The ``select``/``validate``/``compute`` methods that ``d``'s declaration (and ``_BINARY_OVERRIDES``) ask for."""
+    rules: dict[str, Callable] = {}
+    if d.integer:
+        rules["select"] = _int_or_float(op.BINARY_BY_NAME[d.integer].code)
+    elif d.widths:
+        rules["select"] = _by_float_width({getattr(dtypes, dt): op.BINARY_BY_NAME[kernel].code
+                                           for dt, kernel in d.widths})
+    if d.refuses:
+        rules["select"] = _refusing(rules.get("select", _Binary.select.__func__), d.refuses)
+    if d.int_divisor:
+        rules["validate"] = _check_int_divisor
+    rules.update(_BINARY_OVERRIDES.get(d.name, {}))
+    return rules
 
 
-BINARY_OPS: dict[str, tuple] = {
-    "add": (op.ADD, SAME, lambda a, b, y, g, n: (g, g)),
-    "sub": (op.SUB, SAME, lambda a, b, y, g, n: (g, -g)),
-    "mul": (op.MUL, SAME, lambda a, b, y, g, n: (g * b if _needs(n, 0) else None, g * a if _needs(n, 1) else None)),
-    "div": (op.DIV, FLOAT, lambda a, b, y, g, n: (g / b if _needs(n, 0) else None,
-                                                     -g * y / b if _needs(n, 1) else None)),
-    "atan2": (op.ATAN2, FLOAT, lambda a, b, y, g, n: (g * b / (a * a + b * b), -g * a / (a * a + b * b))),
-    "hypot": (op.HYPOT, FLOAT_ONLY, lambda a, b, y, g, n: (g * a / y, g * b / y)),
-    "copysign": (op.COPYSIGN, FLOAT, lambda a, b, y, g, n: (g * (y / a).nan_to_num(0.0) if _needs(n, 0) else None,
-                                                               g * 0 if _needs(n, 1) else None)),
-    "xlogy": (op.XLOGY, FLOAT, lambda a, b, y, g, n: (g * where(a == 0, 0.0, b.log() if isinstance(b, Tensor) else math.log(b)) if _needs(n, 0) else None,
-                                                         g * a / b if _needs(n, 1) else None)),
-    # torch's gradients: d/da log(e^a + e^b) = 1 / (1 + e^(b - a)), and the same in base 2
-    "logaddexp": (op.LOGADDEXP, FLOAT_ONLY, lambda a, b, y, g, n: (g / (1 + (b - a).exp()) if _needs(n, 0) else None,
-                                                                   g / (1 + (a - b).exp()) if _needs(n, 1) else None)),
-    "logaddexp2": (op.LOGADDEXP2, FLOAT_ONLY, lambda a, b, y, g, n: (
-        g / (1 + (b - a).exp2()) if _needs(n, 0) else None, g / (1 + (a - b).exp2()) if _needs(n, 1) else None)),
-    "maximum": (op.MAXIMUM, SAME, _max_grad(lambda a, b: a > b)),
-    "minimum": (op.MINIMUM, SAME, _max_grad(lambda a, b: a < b)),
-    "fmax": (op.FMAX, SAME, _max_grad(lambda a, b: (a >= b) | isnan(b))),
-    "fmin": (op.FMIN, SAME, _max_grad(lambda a, b: (a <= b) | isnan(b))),
-    "pow": (op.POW, SAME, _pow_grad),
-    "floor_divide": (op.FLOOR_DIV, SAME, lambda a, b, y, g, n: (g * 0, g * 0)),
-    "remainder": (op.REMAINDER, SAME, lambda a, b, y, g, n: (g, -g * floor_divide(a, b))),
-    "fmod": (op.FMOD, SAME, lambda a, b, y, g, n: (g, -g * div(a, b, rounding_mode="trunc"))),
-    "trunc_divide": (op.TRUNC_DIV, SAME, lambda a, b, y, g, n: (g * 0, g * 0)),
-    "nextafter": (op.NEXTAFTER, FLOAT_ONLY, lambda a, b, y, g, n: (g, g * 0)),  # torch's: the identity for input
-}
-_BINARY_EXTRA = {
-    "pow": {"select": _int_or_float(op.IPOW, op.POW), "validate": _pow_validate, "compute": _pow_compute},
-    "floor_divide": {"select": _int_or_float(op.IFLOOR_DIV, op.FLOOR_DIV), "validate": _check_int_divisor},
-    "remainder": {"select": _int_or_float(op.IREMAINDER, op.REMAINDER), "validate": _check_int_divisor},
-    "fmod": {"select": _int_or_float(op.IFMOD, op.FMOD), "validate": _check_int_divisor},
-    "trunc_divide": {"select": _int_or_float(op.ITRUNC_DIV, op.TRUNC_DIV), "validate": _check_int_divisor},
-    "nextafter": {"select": _by_float_width({dtypes.float32: op.NEXTAFTER_F32, dtypes.float16: op.NEXTAFTER_F16})},
-    "gcd": {"select": _integers_only}, "lcm": {"select": _integers_only},
-}
-_NO_GRAD_BINARY = {
-    "eq": (op.EQ, BOOL), "ne": (op.NE, BOOL), "lt": (op.LT, BOOL), "le": (op.LE, BOOL), "gt": (op.GT, BOOL),
-    "ge": (op.GE, BOOL), "logical_and": (op.LOGICAL_AND, BOOL), "logical_or": (op.LOGICAL_OR, BOOL),
-    "logical_xor": (op.LOGICAL_XOR, BOOL), "bitwise_and": (op.BITWISE_AND, INT_ONLY),
-    "bitwise_or": (op.BITWISE_OR, INT_ONLY), "bitwise_xor": (op.BITWISE_XOR, INT_ONLY),
-    "bitwise_left_shift": (op.LSHIFT, INT_ONLY), "bitwise_right_shift": (op.RSHIFT, INT_ONLY),
-    "gcd": (op.GCD, INT_ONLY), "lcm": (op.LCM, INT_ONLY),
-}
-_BINARY_CLASSES = {
-    name: _binary_class(name.title().replace("_", ""), *spec, **_BINARY_EXTRA.get(name, {}))
-    for name, spec in {**BINARY_OPS, **{k: (c, kind, None) for k, (c, kind) in _NO_GRAD_BINARY.items()}}.items()
-}
+def _binary_class(d: op.Binary) -> type:
+    attrs = {"code": d.code, "kind": d.result, "kernel": d.name.replace("_", ""),
+             "grad": staticmethod(d.grad) if d.grad else None,
+             "uses_output": d.grad_reads_output, "uses_inputs": d.grad_reads_input,
+             **{k: classmethod(v) for k, v in _binary_rules(d).items()}}
+    cls = type(_class_name(d), (_Binary,), attrs)
+    cls.__doc__ = f"Elementwise {d.name} of two operands."
+    return cls
+
+
+# The binary ops with a Function, by name.
+BINARY_OPS: dict[str, op.Binary] = {d.name: d for d in op.BINARY if d.surface != op.KERNEL}
+_BINARY_CLASSES = {name: _binary_class(d) for name, d in BINARY_OPS.items()}
 
 
 def _check_operand(name: str, x: Any, position: int) -> None:
@@ -482,8 +437,7 @@ def _check_operand(name: str, x: Any, position: int) -> None:
 
 
 # Ops whose operands must both be tensors (torch has no Scalar overload for them).
-_TENSOR_ONLY = frozenset({"atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
-                          "logical_xor", "logaddexp", "logaddexp2", "gcd", "lcm", "nextafter"})
+_TENSOR_ONLY = frozenset(name for name, d in BINARY_OPS.items() if d.tensor_only)
 
 
 def _check_tensor_operands(name: str, a: Any, b: Any) -> None:
@@ -517,9 +471,7 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     if name == "sub":
         _check_sub_operands(a, b)
     cls = _BINARY_CLASSES[name]
-    if (cls.grad is not None and _grad_modes.enabled and (getattr(a, "_requires_grad", False)
-                                                       or getattr(b, "_requires_grad", False))) \
-            or _function._APPLY_WRAPPERS:  # recorded, or watched (profiler, forward-mode AD)
+    if must_apply(a, b) if cls.grad is not None else _function._APPLY_WRAPPERS:  # ops without a gradient record nothing
         return cls.apply(a, b)
     return Tensor._make(cls.compute(a, b))
 
@@ -539,6 +491,7 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
     return mul(other, bool(alpha) if promoted is dtypes.bool else alpha)
 
 
+@tensor_args
 @with_out(cast=True)
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``."""
@@ -547,6 +500,14 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return binary("add", input, other)
 
 
+def add_into(total: Tensor, other: Tensor) -> bool:
+    """``total += other`` in place, recording nothing, for the backward engine's sums of gradients only it holds:
+    done for host tensors of one shape and a non-bool dtype; False, with nothing done, for any other pair (the
+    engine then adds out of place)."""
+    return _HOST.add_into(total._array, other._array)
+
+
+@tensor_args
 @with_out(cast=True)
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
@@ -555,12 +516,14 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     return binary("sub", input, other)
 
 
+@tensor_args
 @with_out(cast=True)
 def mul(input: Any, other: Any) -> Tensor:
     """Elementwise product."""
     return binary("mul", input, other)
 
 
+@tensor_args
 @with_out(cast=True)
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """True division, or ``rounding_mode`` "trunc" / "floor" (integer results stay integer)."""
@@ -575,12 +538,14 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     )
 
 
+@tensor_args
 @with_out(cast=True)
 def floor_divide(input: Any, other: Any) -> Tensor:
     """Division rounded towards minus infinity (Python's ``//``)."""
     return binary("floor_divide", input, other)
 
 
+@tensor_args
 @with_out(cast=True)
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch's name
     """``input ** exponent`` with torch's promotion (int ** negative int raises; a Python int exponent that an
@@ -627,6 +592,12 @@ class Where(Function):
         ga = sum_to_shape(where(ctx.condition, g, zero), ctx.shapes[0]) if ctx.needs_input_grad[1] else None
         gb = sum_to_shape(where(ctx.condition, zero, g), ctx.shapes[1]) if ctx.needs_input_grad[2] else None
         return None, ga, gb
+
+    @staticmethod
+    def jvp_rule(args: tuple, outputs: tuple, tangents: tuple) -> Tensor:
+        """Forward mode: the tangents selected as the values are (zero for an operand without one)."""
+        _, ta, tb = tangents
+        return total_tangent([where(args[0], 0.0 if ta is None else ta, 0.0 if tb is None else tb)], outputs[0])
 
 
 class Clamp(Function):
@@ -689,6 +660,7 @@ def _check_clamp_dtype(rdt: dtypes.dtype, lo: Any, hi: Any) -> None:
     raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
+@tensor_args
 @with_out
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's names
     """Limit values to [min, max] (NaN propagates)."""
@@ -736,6 +708,7 @@ def _check_lerp_dtypes(input: Tensor, end: Any, weight: Any) -> None:
                                f"dtype {dtypes.CPP_TYPE_NAMES[other.dtype.name]}")
 
 
+@tensor_args
 @with_out(cast=True)
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """Linear interpolation between ``input`` and ``end``."""
@@ -757,12 +730,14 @@ def _addc(op: str, combine: Callable, input: Tensor, tensor1: Tensor, tensor2: T
     return add(input, combine(t1 if scale == 1 else mul(t1, scale), tensor2.to(wide))).to(dt)
 
 
+@tensor_args
 @with_out(cast=True)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
     return _addc("addcmul", mul, input, tensor1, tensor2, value)
 
 
+@tensor_args
 @with_out(cast=True)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``."""
@@ -774,6 +749,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
     return _addc("addcdiv", div, input, tensor1, tensor2, value)
 
 
+@tensor_args
 @with_out
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """Replace NaN and infinities by finite numbers (the dtype's extremes by default)."""
@@ -799,7 +775,7 @@ def inplace(self: Tensor, name: str, compute: Callable[[Tensor], Tensor]) -> Ten
     recording = is_grad_enabled()
     before = _snapshot(self) if recording else self
     if recording and _function._APPLY_WRAPPERS:
-        forward_ad.carry_tangent(self, before)
+        dual_levels.carry_tangent(self, before)
     result = compute(before)
     if result.shape != self.shape:
         raise RuntimeError(
@@ -813,7 +789,7 @@ def inplace(self: Tensor, name: str, compute: Callable[[Tensor], Tensor]) -> Ten
     np.copyto(self._array, result._array, casting="unsafe")
     self._version.value += 1
     if _function._APPLY_WRAPPERS:
-        forward_ad.after_inplace(self, result)
+        dual_levels.after_inplace(self, result)
     if recording and result._requires_grad:
         from .views import rebase_history
 
@@ -842,18 +818,21 @@ def _as_float(x: Tensor) -> Tensor:
     return x.to(_float_of(x.dtype))
 
 
+@tensor_args
 @with_out(cast=True)
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians (integer and bool inputs give the default float dtype)."""
     return mul(_as_float(_check_tensor("deg2rad", input)), math.pi / 180.0)
 
 
+@tensor_args
 @with_out(cast=True)
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees (integer and bool inputs give the default float dtype)."""
     return mul(_as_float(_check_tensor("rad2deg", input)), 180.0 / math.pi)
 
 
+@tensor_args
 @with_out(cast=True)
 def angle(input: Tensor) -> Tensor:
     """The argument of each (real) element: pi for negatives, 0 otherwise, NaN kept; a float result."""
@@ -861,6 +840,7 @@ def angle(input: Tensor) -> Tensor:
     return where(x.isnan(), x, mul((x < 0).to(x.dtype), math.pi))  # pi rounded once, in x's dtype
 
 
+@tensor_args
 def positive(input: Tensor) -> Tensor:
     """``input`` itself, as unary ``+`` (torch refuses bool tensors)."""
     if _check_tensor("positive", input).dtype is dtypes.bool:

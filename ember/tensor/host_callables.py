@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dtypes
 from .tensor import Tensor
+from .._settings import typename
 
 
 def _check_target(op: str, t: Tensor, fn: Any) -> None:
@@ -59,8 +60,6 @@ def apply_(self: Tensor, callable: Callable[[Any], Any]) -> Tensor:  # noqa: A00
 def map_(self: Tensor, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:  # noqa: A002
     """Replace each element ``a`` by ``callable(a, b)`` with ``b`` the element of ``tensor`` (broadcast to this
     tensor's shape, of its dtype) at the same place, in place; slow, CPU only."""
-    from .._settings import typename
-
     if not isinstance(tensor, Tensor):
         raise TypeError(f"map_(): argument 'other' (position 1) must be Tensor, not {type(tensor).__name__}")
     if tensor.requires_grad:

@@ -8,14 +8,16 @@ import warnings
 from typing import Any
 
 from ..autograd.function import name_node
-from .elementwise import _dtype_name, inplace
+from .elementwise import inplace
 from .indexing import _check_same_dtype, _check_source, _vector_key, scatter_reduce
 from .out_arg import with_out
 from .tensor import Tensor
+from .arguments import tensor_args
 
 _REDUCTIONS = ("prod", "mean", "amax", "amin")
 
 
+@tensor_args
 @with_out
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
                  include_self: bool = True) -> Tensor:
@@ -30,11 +32,11 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise TypeError(f"index_reduce(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
     if index.ndim > 1:
         raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
-                         f"{_dtype_name(index.dtype)} and size: {list(index.shape)}")
+                         f"{index.dtype.scalar_type_name} and size: {list(index.shape)}")
     d, key = _vector_key("index_reduce", input, dim, index, IndexError, wrap=False,
                          out_of_range=lambda v, d, n: IndexError("index out of range in self"),
                          message=f"index_reduce_(): Expected dtype int32/int64 for index but got: "
-                                 f"{_dtype_name(index.dtype)}")
+                                 f"{index.dtype.scalar_type_name}")
     _check_source("index_reduce", input, d, key, source, RuntimeError,
                   "index_reduce_(): Number of indices ({n}) should be equal to source.size(dim): ({m}), for dim: {d}")
     x, src = (input.reshape(1), source.reshape(1)) if input.ndim == 0 else (input, source)

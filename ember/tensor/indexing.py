@@ -22,15 +22,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .._determinism import alert_not_deterministic
-from ..autograd.function import Function, name_node
+from ..autograd.function import Function
+from ..autograd.tangents import linear_jvp
 from . import dtypes, views
 from .dtypes import check_number_fits
 from ._dispatch import ascontiguous, backend, broadcast_shapes, copy_array, sum_to_shape
 from .device import CPU, array_device, place
 from .conversion import copy_
-from .elementwise import _dtype_name, inplace, where as _where3
+from .elementwise import inplace, where as _where3
 from .tensor import Tensor, _wrap_dim
 from .out_arg import with_out
+from .arguments import tensor_args
 
 Key = tuple  # of slice(None) and int64 ndarrays
 
@@ -273,6 +275,8 @@ def _positions(shape: tuple[int, ...], key: Key) -> np.ndarray:
 class IndexGet(Function):
     """``x[key]`` for an advanced key: a copy; the gradient is scatter-added back (duplicates accumulate)."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x: Tensor, key: Key):
         ctx.key, ctx.shape = key, x.shape
@@ -286,8 +290,13 @@ class IndexGet(Function):
         return IndexPut.apply(g.new_zeros(ctx.shape), g, ctx.key, True), None
 
 
+_INDEX_SELECT = IndexGet.named("IndexSelectBackward0")
+
+
 class IndexPut(Function):
     """A copy of ``x`` with ``values`` (broadcast to ``x[key]``'s shape) written, or added, at ``key``."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, x: Tensor, values: Tensor, key: Key, accumulate: bool):
@@ -433,13 +442,14 @@ def _check_put_value(x: Tensor, key: Any, value: Any) -> None:
 
 def _check_put_dtype(x: Tensor, values: Tensor) -> None:
     if values.dtype is not x.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {_dtype_name(x.dtype)} "
-                           f"for the destination and {_dtype_name(values.dtype)} for the source.")
+        raise RuntimeError("Index put requires the source and destination dtypes match, got "
+                           f"{x.dtype.scalar_type_name} for the destination and {values.dtype.scalar_type_name} for "
+                           "the source.")
 
 
 def _check_same_dtype(x: Tensor, other: Tensor, message: str) -> None:
     if x.dtype is not other.dtype:
-        raise RuntimeError(message.format(self=_dtype_name(x.dtype), other=_dtype_name(other.dtype)))
+        raise RuntimeError(message.format(self=x.dtype.scalar_type_name, other=other.dtype.scalar_type_name))
 
 
 def _index_array(op: str, index: Any, allowed: tuple = (np.int64, np.int32), message: str | None = None,
@@ -486,6 +496,7 @@ def _index_select_range_error(x: Tensor) -> Callable[[int, int, int], Exception]
     return error
 
 
+@tensor_args
 @with_out
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The slices of ``input`` at ``index`` along ``dim`` (a copy; duplicates allowed; no negative indices)."""
@@ -496,7 +507,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         if key[-1].size != 1:
             raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {key[-1].size} value(s)")
         return IndexGet.apply(input.reshape(1), key).reshape(())
-    return name_node(IndexGet.apply(input, key), "IndexSelectBackward0")
+    return _INDEX_SELECT.apply(input, key)
 
 
 def _check_source(op: str, x: Tensor, d: int, key: Key, source: Tensor, error: type, count_message: str) -> None:
@@ -509,13 +520,14 @@ def _check_source(op: str, x: Tensor, d: int, key: Key, source: Tensor, error: t
                            f"Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
 
 
+@tensor_args
 @with_out
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """``input`` with ``alpha * source`` slices added at ``index`` along ``dim`` (duplicates accumulate)."""
     _check_same_dtype(input, source, "index_add_(): self ({self}) and source ({other}) must have the same scalar type")
     d, key = _vector_key("index_add", input, dim, index, IndexError, prefix="index_add(): ", wrap=False,
                          message=f"index_add_(): Expected dtype int32/int64 for index but got: "
-                                 f"{_dtype_name(index.dtype)}")
+                                 f"{index.dtype.scalar_type_name}")
     _check_source("index_add", input, d, key, source, RuntimeError,
                   "index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({m}), for dim: {d}")
     values = source if alpha == 1 else source * alpha
@@ -529,6 +541,7 @@ def _index_put_flat(x: Tensor, values: Tensor, key: Key, accumulate: bool) -> Te
     return IndexPut.apply(x, values, key, accumulate)
 
 
+@tensor_args
 @with_out
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
@@ -537,12 +550,13 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     d, key = _vector_key("index_copy", input, dim, index, IndexError, prefix="index_copy_(): ", wrap=False,
                          allowed=(np.int64,),
                          message=f"index_copy_(): Expected a long tensor for index, but got "
-                                 f"{_dtype_name(index.dtype)}")
+                                 f"{index.dtype.scalar_type_name}")
     _check_source("index_copy", input, d, key, source, IndexError,
                   "index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({m})")
     return _index_put_flat(input, source, key, False)
 
 
+@tensor_args
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """``input`` with its slices at ``index`` along ``dim`` set to ``value`` (a number or 0-d tensor)."""
     if isinstance(value, Tensor) and value.ndim:
@@ -555,6 +569,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return _index_put_flat(input, _value_tensor(value, input.dtype), key, False)
 
 
+@tensor_args
 def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumulate: bool = False) -> Tensor:
     """``input`` with ``values`` written (or added, duplicates accumulating) at ``input[indices]``."""
     for i, t in enumerate(indices):
@@ -570,10 +585,11 @@ def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumula
 # ----------------------------------------------------------------------------- masks
 def _check_mask(op: str, mask: Tensor) -> None:
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool:
-        got = _dtype_name(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__
+        got = mask.dtype.scalar_type_name if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype {got}")
 
 
+@tensor_args
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """``value`` where ``mask`` holds, else ``input`` (broadcast together); keeps ``input``'s dtype."""
     _check_mask("masked_fill_", mask)
@@ -591,6 +607,7 @@ def _flat_mask(op: str, input: Tensor, mask: Tensor) -> tuple[tuple[int, ...], T
     return shape, flat, (place(positions, CPU),)  # keys are host metadata, as everywhere in this module
 
 
+@tensor_args
 @with_out
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where ``mask`` holds (broadcast together), as a 1-D copy."""
@@ -600,12 +617,13 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     return IndexGet.apply(flat, key)
 
 
+@tensor_args
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """``input`` with the positions where ``mask`` holds filled, in order, by ``source``'s elements."""
     _check_mask("masked_scatter_", mask)
     if source.dtype is not input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
-                           f"{_dtype_name(input.dtype)} and {_dtype_name(source.dtype)}")
+                           f"{input.dtype.scalar_type_name} and {source.dtype.scalar_type_name}")
     shape, flat, key = _flat_mask("masked_scatter", input, mask)
     k = key[0].size
     if source.numel() < k:
@@ -617,18 +635,20 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 # ----------------------------------------------------------------------------- flat (take / put)
 def _flat_key(op: str, x: Tensor, index: Tensor) -> Key:
     arr = _index_array(op, index, allowed=(np.int64,),
-                       message=f"{op}(): Expected a long tensor for index, but got {_dtype_name(index.dtype)}")
+                       message=f"{op}(): Expected a long tensor for index, but got {index.dtype.scalar_type_name}")
     n = x.numel()
     return (check_range(arr, n, lambda v: IndexError(
         f"out of range: tried to access index {v} on a tensor of {n} elements.")),)
 
 
+@tensor_args
 @with_out
 def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of ``input`` seen as 1-D, at ``index`` (result has ``index``'s shape)."""
     return IndexGet.apply(input.reshape(-1), _flat_key("take", input, index)).reshape(index.shape)
 
 
+@tensor_args
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """``input`` (seen as 1-D) with ``source``'s elements written, or added, at ``index``."""
     key = _flat_key("put_", input, index)
@@ -637,7 +657,7 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
                          f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
-                           f"{_dtype_name(input.dtype)} and source.dtype = {_dtype_name(source.dtype)}")
+                           f"{input.dtype.scalar_type_name} and source.dtype = {source.dtype.scalar_type_name}")
     if not accumulate:  # which duplicate wins is unspecified in torch: no deterministic put_ there
         alert_not_deterministic("put_")
     flat_key = (key[0].reshape(-1),)
@@ -681,6 +701,8 @@ def _leading(shape: tuple[int, ...], dim: int | None = None) -> tuple:
 class Gather(Function):
     """``out[..i..] = x[..index[..i..] at dim..]``; backward scatter-adds (duplicates accumulate)."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x: Tensor, dim: int, index: np.ndarray, index_tensor: Tensor):
         arr = x._array.reshape(x._array.shape or (1,))
@@ -693,6 +715,7 @@ class Gather(Function):
         return scatter_add(g.new_zeros(ctx.shape), ctx.dim, ctx.index, g), None, None, None
 
 
+@tensor_args
 @with_out
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """Values of ``input`` picked along ``dim`` by ``index`` (same rank; result has ``index``'s shape)."""
@@ -830,6 +853,7 @@ def _scatter(op: str, input: Tensor, dim: int, index: Tensor, src: Any, reduce: 
 _LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
 
 
+@tensor_args
 @with_out
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
@@ -843,12 +867,14 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     return _scatter("scatter", input, dim, index, src, _LEGACY_REDUCE.get(reduce, "assign"), True)
 
 
+@tensor_args
 @with_out
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src`` added along ``dim`` at ``index`` (duplicates accumulate)."""
     return _scatter("scatter_add", input, dim, index, src, "sum", True)
 
 
+@tensor_args
 @with_out
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
@@ -858,6 +884,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     return _scatter("scatter_reduce", input, dim, index, src, reduce, bool(include_self))
 
 
+@tensor_args
 @with_out
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """``gather`` with ``input`` and ``indices`` broadcast except along ``dim`` (flattened when dim is None)."""
@@ -877,6 +904,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
 
 
 # ----------------------------------------------------------------------------- nonzero
+@tensor_args
 @with_out
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
@@ -888,11 +916,13 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     return tuple(Tensor._make(a.astype(np.int64)) for a in np.nonzero(arr))
 
 
+@tensor_args
 def argwhere(input: Tensor) -> Tensor:
     """``nonzero(input)``: the (n, ndim) indices of the non-zero elements."""
     return nonzero(input)
 
 
+@tensor_args
 @with_out
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     """``input`` where ``condition`` else ``other``; with only ``condition``, ``nonzero(condition, as_tuple=True)``."""
@@ -932,7 +962,7 @@ scatter_reduce_ = TENSOR_METHODS["scatter_reduce_"]
 index_add_ = TENSOR_METHODS["index_add_"]
 index_copy_ = TENSOR_METHODS["index_copy_"]
 index_fill_ = TENSOR_METHODS["index_fill_"]
-index_put_ = TENSOR_METHODS["index_put_"]
+index_put_ = tensor_args(TENSOR_METHODS["index_put_"])
 masked_fill_ = TENSOR_METHODS["masked_fill_"]
 masked_scatter_ = TENSOR_METHODS["masked_scatter_"]
 put_ = TENSOR_METHODS["put_"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from . import dtypes
 from .tensor import Tensor, _wrap_dim
+from .arguments import tensor_args
 
 
 def _dim_of(name: str, y: Tensor, dim: int) -> int:
@@ -44,6 +45,7 @@ def _interval_sums(y: Tensor, d: int) -> Tensor:
     return y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
 
 
+@tensor_args
 def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The integral of ``y`` along ``dim`` by the trapezoidal rule, at sample points ``x`` or spacing ``dx``
     (default 1). Integer ``y`` gives a float result; an empty dim integrates to 0."""
@@ -57,11 +59,13 @@ def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = 
     return (spacing * _interval_sums(y, d)).sum(d) / 2
 
 
+@tensor_args
 def trapz(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     """torch's older name of ``trapezoid``."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
+@tensor_args
 def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The running trapezoidal integral of ``y`` along ``dim`` (one value per interval: ``dim`` shrinks by one)."""
     d = _dim_of("cumulative_trapezoid", y, dim)

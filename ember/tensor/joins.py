@@ -13,17 +13,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd.function import Function, name_node
+from ..autograd.function import Function
+from ..autograd.tangents import linear_jvp
 from . import dtypes
 from ._dispatch import broadcast_shapes
 from .conversion import clone
 from .device import CPU, factory_device, place
-from .elementwise import _dtype_name, binary, inplace
+from .elementwise import binary, inplace
 from .indexing import index_add
 from .tensor import Tensor, _wrap_dim
 from . import views
 from .views import expand, narrow, reshape, transpose, unsqueeze
 from .out_arg import with_out
+from .arguments import tensor_args
 
 
 # ----------------------------------------------------------------------------- argument helpers
@@ -72,6 +74,8 @@ def _skipped(t: Tensor) -> bool:
 class Cat(Function):
     """Concatenation along ``dim`` in the promoted dtype; each input's gradient is its slice."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, dim: int, dt: dtypes.dtype, *tensors: Tensor):
         kept = [t._array.astype(dt.np, copy=False) for t in tensors if not _skipped(t)]
@@ -90,6 +94,10 @@ class Cat(Function):
         return (None, None, *grads)
 
 
+_STACK = Cat.named("StackBackward0")  # stack is a cat of unsqueezed tensors
+
+
+@tensor_args
 @with_out(cast=True)
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join tensors along an existing dim; mixed dtypes are promoted as torch does."""
@@ -116,6 +124,7 @@ concat = cat
 concatenate = cat
 
 
+@tensor_args
 @with_out(cast=True)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dim."""
@@ -127,7 +136,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if t.shape != tensors[0].shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} at "
                                f"entry 0 and {list(t.shape)} at entry {i}")
-    return name_node(Cat.apply(d, _promoted(tensors), *(unsqueeze(t, d) for t in tensors)), "StackBackward0")
+    return _STACK.apply(d, _promoted(tensors), *(unsqueeze.__wrapped__(t, d) for t in tensors))  # no guard frames
 
 
 def atleast_1d(*tensors: Tensor) -> Any:
@@ -157,12 +166,14 @@ def _stack_family(op: str, tensors: Any, lift: Callable, dim: Callable[[list[Ten
     return cat(lifted, dim(lifted))
 
 
+@tensor_args
 @with_out(cast=True)
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Join column-wise (dim 1), or along dim 0 for 1-D tensors."""
     return _stack_family("hstack", tensors, atleast_1d, lambda ts: 0 if ts[0].ndim == 1 else 1)
 
 
+@tensor_args
 @with_out(cast=True)
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Join row-wise after making every tensor at least 2-D."""
@@ -172,12 +183,14 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
 row_stack = vstack
 
 
+@tensor_args
 @with_out(cast=True)
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Join depth-wise (dim 2) after making every tensor at least 3-D."""
     return _stack_family("dstack", tensors, atleast_3d, lambda ts: 2)
 
 
+@tensor_args
 @with_out(cast=True)
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Join as columns: 0-D and 1-D tensors become (n, 1) columns first."""
@@ -197,6 +210,8 @@ def _unique_dims(op: str, dims: tuple[int, ...], ndim: int) -> tuple[int, ...]:
 class Flip(Function):
     """A reversed copy along ``dims``; flipping is its own adjoint."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x: Tensor, dims: tuple[int, ...]):
         ctx.dims = dims
@@ -207,6 +222,7 @@ class Flip(Function):
         return Flip.apply(g, ctx.dims), None
 
 
+@tensor_args
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     """Reverse the order of elements along ``dims`` (a copy, as in torch)."""
     if not isinstance(dims, (list, tuple)):
@@ -219,6 +235,7 @@ def _flip_method(self: Tensor, *dims: Any) -> Tensor:
     return flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else tuple(dims))
 
 
+@tensor_args
 def fliplr(input: Tensor) -> Tensor:
     """Reverse dim 1 (left/right)."""
     if input.ndim < 2:
@@ -226,6 +243,7 @@ def fliplr(input: Tensor) -> Tensor:
     return Flip.apply(input, (1,))
 
 
+@tensor_args
 def flipud(input: Tensor) -> Tensor:
     """Reverse dim 0 (up/down)."""
     if input.ndim < 1:
@@ -235,6 +253,8 @@ def flipud(input: Tensor) -> Tensor:
 
 class Roll(Function):
     """Circular shift; the adjoint rolls back. ``dims=None`` rolls the flattened tensor."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, x: Tensor, shifts: tuple[int, ...], dims: tuple[int, ...] | None):
@@ -249,6 +269,7 @@ class Roll(Function):
         return Roll.apply(g, tuple(-s for s in ctx.shifts), ctx.dims), None, None
 
 
+@tensor_args
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Shift elements circularly along ``dims`` (or over the flattened tensor when ``dims`` is None)."""
     shifts = _int_tuple("roll", shifts, "shifts")
@@ -266,6 +287,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     return Roll.apply(input, shifts, dims)
 
 
+@tensor_args
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotate by 90 degrees ``k`` times in the plane ``dims`` (from the first towards the second)."""
     dims = _int_tuple("rot90", dims, "dims")
@@ -287,6 +309,8 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 # ----------------------------------------------------------------------------- repeats
 class Repeat(Function):
     """Tile the input ``sizes`` times per dim; the gradient sums over the tiled blocks."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, x: Tensor, sizes: tuple[int, ...]):
@@ -324,6 +348,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     return Repeat.apply(input, sizes)
 
 
+@tensor_args
 def tile(input: Tensor, *dims: Any) -> Tensor:
     """``torch.tile``: like ``repeat`` but ``dims`` may be shorter than the tensor's rank (padded with 1s)."""
     dims = _sizes(dims)
@@ -368,7 +393,7 @@ def _repeats_array(repeats: Any, length: int, dim: int) -> tuple[np.ndarray, boo
     if repeats.ndim > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     if repeats.dtype not in (dtypes.int32, dtypes.int64):
-        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{_dtype_name(repeats.dtype)}\'')
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{repeats.dtype.scalar_type_name}\'')
     arr = place(repeats._array, CPU).reshape(-1).astype(np.int64)  # counts set the result's shape: host metadata
     if arr.size == 1:
         arr = np.full(length, arr[0], dtype=np.int64)
@@ -380,6 +405,7 @@ def _repeats_array(repeats: Any, length: int, dim: int) -> tuple[np.ndarray, boo
     return arr, True
 
 
+@tensor_args
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeat each element (along ``dim``, or of the flattened tensor) ``repeats`` times.
@@ -408,6 +434,8 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
 class Triangle(Function):
     """The lower (tril) or upper (triu) part of the last two dims; the gradient is the same part of ``g``."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x: Tensor, diagonal: int, lower: bool):
         ctx.diagonal, ctx.lower = diagonal, lower
@@ -424,12 +452,14 @@ def _triangle(input: Tensor, diagonal: int, lower: bool) -> Tensor:
     return Triangle.apply(input, int(diagonal), lower)
 
 
+@tensor_args
 @with_out
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """Zero the elements above the ``diagonal``-th diagonal of the last two dims."""
     return _triangle(input, diagonal, True)
 
 
+@tensor_args
 @with_out
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """Zero the elements below the ``diagonal``-th diagonal of the last two dims."""
@@ -455,6 +485,7 @@ def _triangle_indices(row: int, col: int, offset: int, dtype: Any, device: Any, 
     return Tensor._make(place(np.stack([rows, cols]).astype(dt.np).reshape(2, -1), factory_device(device)))
 
 
+@tensor_args
 @with_out
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
@@ -462,6 +493,7 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, devi
     return _triangle_indices(row, col, offset, dtype, device, True)
 
 
+@tensor_args
 @with_out
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
@@ -524,6 +556,8 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
 class DiagEmbed(Function):
     """Place the last dim on a diagonal of a new (dim1, dim2) plane; the adjoint reads that diagonal."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x: Tensor, offset: int, d1: int, d2: int):
         ctx.args = (offset, d1, d2)
@@ -540,6 +574,7 @@ class DiagEmbed(Function):
         return views.diagonal(g, *ctx.args), None, None, None
 
 
+@tensor_args
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose (dim1, dim2) diagonals (at ``offset``) hold the last dim of ``input``; zeros elsewhere."""
     d1, d2 = _wrap_dim(dim1, input.ndim + 1, "diag_embed"), _wrap_dim(dim2, input.ndim + 1, "diag_embed")
@@ -548,6 +583,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     return DiagEmbed.apply(input, int(offset), d1, d2)
 
 
+@tensor_args
 @with_out
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D -> a square matrix with ``input`` on a diagonal; 2-D -> a copy of one diagonal."""
@@ -559,6 +595,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 
 
+@tensor_args
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """The flattened input on a diagonal of a square matrix."""
     return diag_embed(reshape(input, (-1,)), offset, 0, 1)
@@ -566,6 +603,8 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
 
 class BlockDiag(Function):
     """2-D blocks on the diagonal of a zero matrix; each block's gradient is its window of ``g``."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, dt: dtypes.dtype, *blocks: Tensor):
@@ -601,6 +640,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- differences
+@tensor_args
 @with_out(cast=True)
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:

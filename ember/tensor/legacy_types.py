@@ -18,6 +18,9 @@ import numpy as np
 from . import dtypes
 from .device import CPU, device as device_type
 from .tensor import Size, Tensor
+from .views import make_view
+from .creation import empty, tensor
+from .._settings import set_default_device
 
 # ``x.type()`` spells types as torch does ("torch.FloatTensor"), so code comparing against those strings works;
 # the classes themselves live in ``ember`` and ``ember.cuda`` (where pickle finds them).
@@ -46,7 +49,7 @@ class LegacyTensorType(type):
 
 
 def _require_cuda(cls: LegacyTensorType) -> None:
-    from ..cuda import _state
+    from ..cuda import _state  # the CUDA backend, loaded only when a CUDA type is used
 
     if not _state.is_available():
         raise TypeError(f"type {type_name(cls.dtype, True)} not available: CUDA cannot be used here. "
@@ -104,7 +107,6 @@ def _alias(source: Tensor, dt: dtypes.dtype | None, dev_type: str) -> Tensor:
     if dt is not None and (source.dtype is not dt or source.device.type != dev_type):
         raise TypeError(f"new(): expected a tensor of type {type_name(dt, dev_type == 'cuda')} "
                         f"(got {source.type()})")
-    from .views import make_view
 
     return make_view(source, lambda a: a, lambda g: g)
 
@@ -113,8 +115,6 @@ def legacy_new(dt: dtypes.dtype, dev: Any, args: tuple, kwargs: dict, check_dtyp
     """torch's legacy constructor for dtype ``dt`` on ``dev`` (a device or "cuda", the current CUDA device):
     no arguments (an empty tensor), sizes or a ``Size`` (uninitialised), data (copied into ``dt``), or a tensor
     (returned as an alias; with ``check_dtype`` it must already be ``dt`` on ``dev``'s device type)."""
-    from .creation import empty, tensor
-
     if set(kwargs) - {"device", "size"} or ("size" in kwargs and args):
         raise _invalid_combination(args, kwargs)
     dev_type = dev.type if isinstance(dev, device_type) else dev
@@ -213,13 +213,12 @@ def set_default_tensor_type(t: Any) -> None:
         raise TypeError("only floating-point types are supported as the default type")
     if cls.is_cuda:
         _require_cuda(cls)
-    from .._settings import set_default_device
 
     dtypes.set_default_dtype(cls.dtype)
     set_default_device("cuda" if cls.is_cuda else None)
 
 
-TENSOR_METHODS = {"new": new}
+TENSOR_METHODS = {"new": new, "type": tensor_type, "__init__": construct_into}
 
 __all__ = ["LegacyTensorType", "CPU_TYPES", "CUDA_TYPES", "legacy_new", "construct_into", "new", "tensor_type",
            "type_name", "set_default_tensor_type"]

@@ -7,11 +7,12 @@ from typing import Any
 import numpy as np
 
 from ..autograd.function import Function, name_node
+from ..autograd.tangents import total_tangent
 from ._dispatch import backend, broadcast_shapes, sum_to_shape
-from .elementwise import _dtype_name
 from .creation import zeros
 from .tensor import Tensor
 from .out_arg import with_out
+from .arguments import tensor_args
 
 
 def _check_tensors(name: str, a: Any, b: Any) -> None:
@@ -24,8 +25,8 @@ def _check_pair(name: str, a: Any, b: Any) -> None:
     _check_tensors(name, a, b)
     if a.dtype is not b.dtype:
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {_dtype_name(a.dtype).lower()} != "
-            f"{_dtype_name(b.dtype).lower()}"
+            f"expected m1 and m2 to have the same dtype, but got: {a.dtype.scalar_type_name.lower()} != "
+            f"{b.dtype.scalar_type_name.lower()}"
         )
 
 
@@ -57,6 +58,16 @@ class MatMul(Function):
         ga = sum_to_shape(matmul(g, b.mT), a.shape) if ctx.needs_input_grad[0] else None
         gb = sum_to_shape(matmul(a.mT, g), b.shape) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+    @classmethod
+    def jvp_rule(cls, args: tuple, outputs: tuple, tangents: tuple) -> Tensor:
+        """Forward mode, the product rule: ``ta @ b + a @ tb``."""
+        (a, b), (ta, tb) = args, tangents
+        return total_tangent([cls.apply(ta, b) if ta is not None else None,
+                              cls.apply(a, tb) if tb is not None else None], outputs[0])
+
+
+_FOLDED = MatMul.named("UnsafeViewBackward0")  # torch's matmul beyond 2-D ends in a view of its product
 
 
 def _takes_bmm_path(a: Tensor, b: Tensor) -> bool:
@@ -93,10 +104,12 @@ def _mixed_dtype_bmm(name: str, a: Tensor, b: Tensor, shape: tuple[int, ...], k:
     """torch's bmm checks dtypes only when there is something to compute: an empty result or contraction gives
     zeros in ``b``'s dtype; otherwise the mismatch raises."""
     if math.prod(shape) and k:
-        raise RuntimeError(f"{name}: expected scalar type {_dtype_name(a.dtype)} but found {_dtype_name(b.dtype)}")
+        raise RuntimeError(f"{name}: expected scalar type {a.dtype.scalar_type_name} but found "
+                           f"{b.dtype.scalar_type_name}")
     return zeros(shape, dtype=b.dtype, device=b.device)
 
 
+@tensor_args
 @with_out
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """torch.matmul: dot, matrix-vector, matrix-matrix or broadcast batched product by the operands' ranks."""
@@ -116,10 +129,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if other.ndim == 1:
         product = MatMul.apply(input, other.unsqueeze(-1)).squeeze(-1)
         return name_node(product, "MvBackward0") if input.ndim == 2 else product
-    product = MatMul.apply(input, other)
-    return product if input.ndim == 2 and other.ndim == 2 else name_node(product, "UnsafeViewBackward0")
+    return (MatMul if input.ndim == 2 and other.ndim == 2 else _FOLDED).apply(input, other)
 
 
+@tensor_args
 @with_out
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices."""
@@ -129,6 +142,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return MatMul.apply(input, mat2)
 
 
+@tensor_args
 @with_out
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two batches of matrices of the same batch size."""
@@ -145,6 +159,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return MatMul.apply(input, mat2)
 
 
+@tensor_args
 @with_out
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
@@ -160,6 +175,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return name_node(MatMul.apply(input.unsqueeze(0), other.unsqueeze(-1)).reshape(()), "DotBackward0")
 
 
+@tensor_args
 @with_out
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix times vector."""
@@ -169,6 +185,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
+@tensor_args
 @with_out(cast=True)
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """Outer product of two vectors."""
@@ -177,16 +194,17 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 
+@tensor_args
 @with_out
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
     _check_tensors("addmm", mat1, mat2)
     if isinstance(input, Tensor) and input.dtype is not mat2.dtype:
-        raise RuntimeError(f"addmm: self and mat2 must have the same dtype, but got {_dtype_name(input.dtype)} and "
-                           f"{_dtype_name(mat2.dtype)}")
+        raise RuntimeError(f"addmm: self and mat2 must have the same dtype, but got {input.dtype.scalar_type_name} and "
+                           f"{mat2.dtype.scalar_type_name}")
     if mat1.dtype is not mat2.dtype:
-        raise RuntimeError(f"addmm: mat1 and mat2 must have the same dtype, but got {_dtype_name(mat1.dtype)} and "
-                           f"{_dtype_name(mat2.dtype)}")
+        raise RuntimeError(f"addmm: mat1 and mat2 must have the same dtype, but got {mat1.dtype.scalar_type_name} and "
+                           f"{mat2.dtype.scalar_type_name}")
     product = mm(mat1, mat2)
     if alpha != 1:
         product = product * alpha

@@ -1,24 +1,38 @@
-"""Bind the tensor ops as ``Tensor`` methods and operators, with torch's names."""
+"""Bind the tensor ops as ``Tensor`` methods and operators, with torch's names: the one place ``Tensor`` gets them.
+
+Importing this module binds the tensor layer's ops (``bind`` runs once, at the bottom). Layers above the tensor layer
+hand their own methods to ``bind_methods`` (``ember.linalg``'s ``x.det()``, ``ember.nn.functional``'s
+``x.softmax(1)``), so this module imports nothing above it. Every method gets its argument guard here
+(``arguments.method_args``): the ones defined in the ``Tensor`` class body too.
+"""
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import opcodes as op
 from . import closeness, composite, contractions, conversion, elementwise as ew, indexing, joins, legacy_types, \
     matmul as mm, nan_reduce, pinned, predicates, quantile, random_ops, reduce as red, scatter_views, \
     shape_utils, sorting, splits, view_copies, views
+from .arguments import method_args, unguarded
 from .tensor import Tensor
 from . import blas_like, host_callables, index_reduce, renorm, special_math, statistics
 
 
 def _method(fn: Callable, name: str) -> Callable:
-    """``fn`` as a method: plain functions bind directly (no extra call frame), others get a wrapper. A function
-    given ``out=`` binds without it (torch's methods take none)."""
+    """``fn`` as a method, with the method's argument guard: plain functions bind directly (no extra call frame),
+    others get a wrapper. A function given ``out=`` binds without it (torch's methods take none). Operators
+    (dunder names) stay unguarded (see ``_guard_class_methods``)."""
+    fn = unguarded(fn)
     fn = getattr(fn, "without_out", fn)
-    if getattr(fn, "__name__", None) == name and getattr(fn, "__code__", None) is not None:
-        return fn
+    if getattr(fn, "__name__", None) != name or getattr(fn, "__code__", None) is None:
+        fn = _method_wrapper(fn, name)
+    return fn if name.startswith("__") else method_args(fn)
 
+
+def _method_wrapper(fn: Callable, name: str) -> Callable:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         return fn(self, *args, **kwargs)
 
@@ -28,16 +42,9 @@ def _method(fn: Callable, name: str) -> Callable:
     return method
 
 
-def _unary_method(name: str) -> Callable:
-    return _method(lambda self: ew.unary(name, self), name)
-
-
-def _unary_inplace(name: str) -> Callable:
-    return _method(lambda self: ew.inplace(self, name, lambda s: ew.unary(name, s)), name + "_")
-
-
 def _inplace_of(name: str, fn: Callable) -> Callable:
     """The in-place method ``name_``: ``fn(self, *args)`` written back into ``self``."""
+    fn = unguarded(fn)
     return _method(lambda self, *args, **kw: ew.inplace(self, name, lambda s: fn(s, *args, **kw)), name + "_")
 
 
@@ -53,49 +60,68 @@ def _comparison(fn: Callable, name: str) -> Callable:
 
 
 def _reflected(fn: Callable, name: str) -> Callable:
+    fn = unguarded(fn)
     return _method(lambda self, other: fn(other, self), name)
 
 
+# The elementwise ops whose methods are made here from their declarations, and those written out (``ew.add``'s
+# ``alpha``, ``ew.round``'s ``decimals``; ``composite`` binds its own logaddexp).
+_GENERATED = [d for d in (*op.UNARY, *op.BINARY) if d.surface == op.GENERATED and d.method]
+_WRITTEN = {"add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "pow": ew.pow, "floor_divide": ew.floor_divide,
+            "round": ew.round}
+_ELEMENTWISE = {**op.UNARY_BY_NAME, **op.BINARY_BY_NAME}
 # torch's other names of methods (and of their in-place forms)
-ALIASES = {
-    "absolute": "abs", "negative": "neg", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
-    "arccosh": "acosh", "arctanh": "atanh", "fix": "trunc", "multiply": "mul", "divide": "div", "subtract": "sub",
-    "true_divide": "div", "arctan2": "atan2", "greater": "gt", "less": "lt", "greater_equal": "ge",
-    "less_equal": "le", "not_equal": "ne", "sgn": "sign",  # sgn is sign on real tensors
-}
+ALIASES = {alias: d.name for d in _ELEMENTWISE.values() if d.method and d.surface in (op.GENERATED, op.WRITTEN)
+           for alias in d.aliases}
+
+
+def _unary_by_name(name: str) -> Callable:
+    def method(self: Any) -> Tensor:
+        return ew.unary(name, self)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _unary_inplace(name: str) -> Callable:
+    """``x.name_()`` of a unary op reached by name (no arguments to pass on)."""
+    return _method(lambda self: ew.inplace(self, name, lambda s: ew.unary(name, s)), name + "_")
+
+
+def _binary_by_name(name: str) -> Callable:
+    def method(a: Any, b: Any) -> Tensor:  # not ``other``, whose NumPy name ``x2`` would need a guard frame
+        return ew.binary(name, a, b)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def bind_methods(methods: dict[str, Callable]) -> None:
+    """Attach ``methods`` (name -> function taking the tensor first) to ``Tensor``, each with its guard."""
+    for name, fn in methods.items():
+        setattr(Tensor, name, _method(fn, name))
+
+
+def _guard_class_methods() -> None:
+    """The argument guard of the methods the ``Tensor`` class body defines (``x.size(axis=0)``). Operators (dunder
+    names) stay unwrapped: ``x + y`` pays no extra frame, and torch answers a wrong operand type there with
+    NotImplemented anyway."""
+    for name, value in list(vars(Tensor).items()):
+        if not name.startswith("_") and isinstance(value, types.FunctionType):
+            setattr(Tensor, name, method_args(value))
 
 
 def bind() -> None:
-    """Attach every op to ``Tensor`` (called once when ember is imported)."""
-    for name in ew.UNARY_OPS:
-        setattr(Tensor, name, _unary_method(name))
-        setattr(Tensor, name + "_", _unary_inplace(name))
-    Tensor.round = _method(ew.round, "round")
-
-    binaries = {
-        "add": ew.add, "sub": ew.sub, "mul": ew.mul, "div": ew.div, "pow": ew.pow, "floor_divide": ew.floor_divide,
-        "remainder": lambda a, b: ew.binary("remainder", a, b), "fmod": lambda a, b: ew.binary("fmod", a, b),
-        "atan2": lambda a, b: ew.binary("atan2", a, b), "hypot": lambda a, b: ew.binary("hypot", a, b),
-        "maximum": lambda a, b: ew.binary("maximum", a, b), "minimum": lambda a, b: ew.binary("minimum", a, b),
-        "fmax": lambda a, b: ew.binary("fmax", a, b), "fmin": lambda a, b: ew.binary("fmin", a, b),
-        "copysign": lambda a, b: ew.binary("copysign", a, b), "xlogy": lambda a, b: ew.binary("xlogy", a, b),
-        "eq": lambda a, b: ew.binary("eq", a, b), "ne": lambda a, b: ew.binary("ne", a, b),
-        "lt": lambda a, b: ew.binary("lt", a, b), "le": lambda a, b: ew.binary("le", a, b),
-        "gt": lambda a, b: ew.binary("gt", a, b), "ge": lambda a, b: ew.binary("ge", a, b),
-        "logical_and": lambda a, b: ew.binary("logical_and", a, b),
-        "logical_or": lambda a, b: ew.binary("logical_or", a, b),
-        "logical_xor": lambda a, b: ew.binary("logical_xor", a, b),
-        "bitwise_and": lambda a, b: ew.binary("bitwise_and", a, b),
-        "bitwise_or": lambda a, b: ew.binary("bitwise_or", a, b),
-        "bitwise_xor": lambda a, b: ew.binary("bitwise_xor", a, b),
-        "bitwise_left_shift": lambda a, b: ew.binary("bitwise_left_shift", a, b),
-        "bitwise_right_shift": lambda a, b: ew.binary("bitwise_right_shift", a, b),
-        "gcd": lambda a, b: ew.binary("gcd", a, b), "lcm": lambda a, b: ew.binary("lcm", a, b),
-        "nextafter": lambda a, b: ew.binary("nextafter", a, b),
-    }
-    for name, fn in binaries.items():
+    """Attach every op of the tensor layer to ``Tensor`` (once, when this module is imported)."""
+    _guard_class_methods()
+    # the functions the methods below call, without their guard (the method has its own)
+    where, clamp, lerp, addcmul, addcdiv = map(unguarded, (ew.where, ew.clamp, ew.lerp, ew.addcmul, ew.addcdiv))
+    methods = {d.name: (_unary_by_name if d.arity == 1 else _binary_by_name)(d.name) for d in _GENERATED}
+    for name, fn in {**methods, **_WRITTEN}.items():
         setattr(Tensor, name, _method(fn, name))
-        setattr(Tensor, name + "_", _inplace_of(name, fn))
+        if _ELEMENTWISE[name].inplace_method:
+            by_name = name in methods and _ELEMENTWISE[name].arity == 1
+            setattr(Tensor, name + "_", _unary_inplace(name) if by_name else _inplace_of(name, fn))
     for alias, name in ALIASES.items():  # each with its in-place form
         setattr(Tensor, alias, getattr(Tensor, name))
         setattr(Tensor, alias + "_", getattr(Tensor, name + "_"))
@@ -103,7 +129,7 @@ def bind() -> None:
     for name, fn in {
         "isnan": ew.isnan, "isinf": ew.isinf, "isfinite": ew.isfinite, "isposinf": ew.isposinf,
         "isneginf": ew.isneginf, "signbit": ew.signbit, "logical_not": ew.logical_not,
-        "bitwise_not": ew.bitwise_not, "where": lambda self, cond, other: ew.where(cond, self, other),
+        "bitwise_not": ew.bitwise_not, "where": lambda self, cond, other: where(cond, self, other),
         "clamp": ew.clamp, "clip": ew.clamp, "lerp": ew.lerp, "addcmul": ew.addcmul, "addcdiv": ew.addcdiv,
         "nan_to_num": ew.nan_to_num, "deg2rad": ew.deg2rad, "rad2deg": ew.rad2deg, "angle": ew.angle,
         "positive": ew.positive,
@@ -141,16 +167,16 @@ def bind() -> None:
     }.items():
         setattr(Tensor, name, _method(fn, name))
     Tensor.clamp_ = _method(lambda self, min=None, max=None: ew.inplace(
-        self, "clamp", lambda s: ew.clamp(s, min, max)), "clamp_")
+        self, "clamp", lambda s: clamp(s, min, max)), "clamp_")
     Tensor.clip_ = Tensor.clamp_
-    Tensor.lerp_ = _method(lambda self, end, weight: ew.inplace(self, "lerp", lambda s: ew.lerp(s, end, weight)),
+    Tensor.lerp_ = _method(lambda self, end, weight: ew.inplace(self, "lerp", lambda s: lerp(s, end, weight)),
                            "lerp_")
     Tensor.addcmul_ = _method(lambda self, t1, t2, value=1: ew.inplace(
-        self, "addcmul", lambda s: ew.addcmul(s, t1, t2, value=value)), "addcmul_")
+        self, "addcmul", lambda s: addcmul(s, t1, t2, value=value)), "addcmul_")
     Tensor.addcdiv_ = _method(lambda self, t1, t2, value=1: ew.inplace(
-        self, "addcdiv", lambda s: ew.addcdiv(s, t1, t2, value=value)), "addcdiv_")
-    Tensor.clamp_min = _method(lambda self, min: ew.clamp(self, min, None), "clamp_min")
-    Tensor.clamp_max = _method(lambda self, max: ew.clamp(self, None, max), "clamp_max")
+        self, "addcdiv", lambda s: addcdiv(s, t1, t2, value=value)), "addcdiv_")
+    Tensor.clamp_min = _method(lambda self, min: clamp(self, min, None), "clamp_min")
+    Tensor.clamp_max = _method(lambda self, max: clamp(self, None, max), "clamp_max")
     for name in ("clamp_min", "clamp_max", "logical_not", "bitwise_not", "deg2rad", "rad2deg", "nan_to_num",
                  "cumsum", "cumprod"):
         setattr(Tensor, name + "_", _inplace_of(name, getattr(Tensor, name)))
@@ -163,16 +189,10 @@ def bind() -> None:
     Tensor.cuda = _method(conversion.cuda, "cuda")
     Tensor.pin_memory = _method(pinned.pin_memory, "pin_memory")
     Tensor.is_pinned = _method(pinned.is_pinned, "is_pinned")
-    from .. import linalg
-
-    for module in (sorting, linalg, indexing, joins, contractions, closeness, composite, nan_reduce, legacy_types,
+    for module in (sorting, indexing, joins, contractions, closeness, composite, nan_reduce, legacy_types,
                    quantile, splits, shape_utils, scatter_views, view_copies, predicates, blas_like, statistics,
                    special_math, renorm, index_reduce, host_callables):
-        for name, fn in module.TENSOR_METHODS.items():
-            setattr(Tensor, name, _method(fn, name))
-    from ..linalg.norms import dist
-
-    Tensor.dist = _method(dist, "dist")
+        bind_methods(module.TENSOR_METHODS)
     Tensor.T = property(views.full_transpose)
     Tensor.mT = property(views.matrix_transpose)
     Tensor.H = property(views.conj_transpose)
@@ -194,9 +214,9 @@ def _bind_operators() -> None:
         "__iand__": Tensor.bitwise_and_, "__ior__": Tensor.bitwise_or_, "__ixor__": Tensor.bitwise_xor_,
     }
     for name, fn in ops.items():
-        setattr(Tensor, name, fn)
-    Tensor.__eq__ = _comparison(Tensor.eq, "__eq__")
-    Tensor.__ne__ = _comparison(Tensor.ne, "__ne__")
+        setattr(Tensor, name, unguarded(fn))
+    Tensor.__eq__ = _comparison(unguarded(Tensor.eq), "__eq__")
+    Tensor.__ne__ = _comparison(unguarded(Tensor.ne), "__ne__")
     Tensor.__pos__ = lambda self: self
     Tensor.__getitem__ = indexing.getitem
     Tensor.__setitem__ = indexing.setitem
@@ -209,3 +229,6 @@ def _bind_operators() -> None:
     }
     for name, fn in reflected.items():
         setattr(Tensor, name, _reflected(fn, name))
+
+
+bind()

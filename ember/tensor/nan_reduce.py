@@ -7,6 +7,7 @@ from ..autograd.function import Function
 from . import elementwise as ew, reduce as red
 from .tensor import Tensor
 from .out_arg import with_out
+from .arguments import tensor_args
 
 
 class ZeroNans(Function):
@@ -28,18 +29,20 @@ def _zero_nans(input: Tensor) -> Tensor:
     return ZeroNans.apply(input) if input.dtype.is_floating_point else input
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``dim`` (all when None) counting NaN as zero; integers sum in int64, as ``sum``."""
     return red.sum(_zero_nans(input), dim, keepdim, dtype=dtype)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean over ``dim`` of the elements that are not NaN (NaN where every element is); floating inputs only."""
     if not input.dtype.is_floating_point:
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{red._torch_name(input.dtype)}")
+                           f"{input.dtype.scalar_type_name}")
     count = ew.logical_not(ew.isnan(input)).sum(dim, keepdim)
     return ew.div(nansum(input, dim, keepdim, dtype=dtype), count)
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd.function import Function
-from ..cpu_kernels.layout import root_array
+from ..kernels.common.layout import root_array
 from .tensor import Tensor
 
 _PINNED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -45,10 +45,10 @@ def pinned_copy(array: np.ndarray) -> np.ndarray:
 
 def copy_to_device_async(array: np.ndarray) -> Any:
     """A new device storage filled from the pinned, C-contiguous ``array`` by a copy queued on the current stream."""
+    from ..cuda._state import storage_type
     from ..cuda.streams import current_stream
-    from ..cuda_kernels import DeviceStorage
 
-    storage = DeviceStorage.empty(array.shape, array.dtype)
+    storage = storage_type().empty(array.shape, array.dtype)
     if storage.numel:
         stream = current_stream(storage.device_index).numba_stream
         storage.buffer.copy_to_device(array.reshape(-1), stream=stream)

@@ -11,6 +11,7 @@ from . import elementwise as ew
 from .creation import full_like, tensor
 from .out_arg import with_out
 from .tensor import Tensor, _wrap_dim
+from .arguments import tensor_args
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -79,6 +80,7 @@ def _quantile(name: str, input: Tensor, q: Any, dim: int | None, keepdim: bool, 
     return result[0] if scalar_q else result
 
 
+@tensor_args
 @with_out
 def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
@@ -87,6 +89,7 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
     return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
+@tensor_args
 @with_out
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:

@@ -23,6 +23,7 @@ import numpy as np
 from .device import as_device, device as _device
 from .tensor import Tensor
 from ._dispatch import ascontiguous
+from .arguments import tensor_args
 
 # torch's default_rng_seed_val: the seed every fresh process starts from.
 DEFAULT_SEED = 67280421310721
@@ -59,7 +60,7 @@ class Generator:
 
     def __new__(cls, device: Any = "cpu") -> "Generator":
         if cls is Generator and as_device(device).type == "cuda":
-            from ..cuda.random import CudaGenerator
+            from ..cuda.random import CudaGenerator  # the CUDA backend, loaded when a CUDA generator is asked for
 
             return super().__new__(CudaGenerator)
         return super().__new__(cls)
@@ -148,7 +149,7 @@ def seed() -> int:
 
 def _cuda_random() -> Any:
     """``ember.cuda.random``, imported late (it imports this module); it needs neither numba-cuda nor a GPU."""
-    from ..cuda import random
+    from ..cuda import random  # the CUDA backend, loaded only when CUDA is used
 
     return random
 
@@ -163,6 +164,7 @@ def get_rng_state() -> Tensor:
     return default_generator.get_state()
 
 
+@tensor_args
 def set_rng_state(new_state: Tensor) -> None:
     """Restore the default generator's state."""
     default_generator.set_state(new_state)

@@ -5,7 +5,7 @@ Every sampler draws from the generator of the result's device: a CPU tensor from
 a ``Generator`` (the default one unless ``generator=`` is given) through NumPy
 (see ``ember.tensor.random`` for why the streams differ from torch's), a CUDA
 tensor on the device from a CUDA generator (Philox kernels, through
-``ember.cuda_kernels.random.DeviceDraws``), so CPU and CUDA numbers differ for one
+``ember.kernels.cuda.random.DeviceDraws``), so CPU and CUDA numbers differ for one
 seed, as in torch, and device samples never pass through the host. A generator of
 another device type is torch's RuntimeError. ``randperm`` and ``multinomial`` are
 the exceptions: they always sample on the host from a CPU generator. Argument
@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..kernels.common.dtypes import compute_dtype
 from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
@@ -39,18 +40,8 @@ from .elementwise import _check_no_internal_overlap
 from .memory_format import empty_in_format, preserve_format
 from .tensor import Tensor, _check_inplace
 from .out_arg import with_out
+from .arguments import tensor_args
 
-# torch's ScalarType names (kernel dispatch messages) and C++ type names (range messages).
-_TYPE_NAMES = {
-    np.dtype(np.bool_): "Bool", np.dtype(np.uint8): "Byte", np.dtype(np.int8): "Char",
-    np.dtype(np.int16): "Short", np.dtype(np.int32): "Int", np.dtype(np.int64): "Long",
-    np.dtype(np.float16): "Half", np.dtype(np.float32): "Float", np.dtype(np.float64): "Double",
-}
-_C_NAMES = {
-    np.dtype(np.bool_): "bool", np.dtype(np.uint8): "unsigned char", np.dtype(np.int8): "signed char",
-    np.dtype(np.int16): "short int", np.dtype(np.int32): "int", np.dtype(np.int64): "long int",
-    np.dtype(np.float16): "c10::Half", np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-}
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -124,7 +115,7 @@ def _draws(op: str, generator: Any, dev: Any) -> Any:
     _check_generator(op, generator, dev)
     if generator is not None:
         return generator.draws()
-    from ..cuda.random import generator_state
+    from ..cuda.random import generator_state  # the CUDA backend, loaded only for CUDA tensors
 
     return generator_state(dev.index).draws()
 
@@ -164,11 +155,6 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def _work_dtype(np_dtype: np.dtype) -> np.dtype:
-    """The float dtype to sample in: float16 is drawn in float32 and cast on store."""
-    return np.dtype(np.float32) if np_dtype == np.float16 else np_dtype
-
-
 def _float_digits(np_dtype: np.dtype) -> int:
     """Mantissa bits including the implicit one: the integers a float holds exactly run to 2**digits."""
     return np.finfo(np_dtype).nmant + 1
@@ -176,7 +162,8 @@ def _float_digits(np_dtype: np.dtype) -> int:
 
 def _require_float(a: np.ndarray, kernel: str, op: str) -> None:
     if a.dtype.kind != "f":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_TYPE_NAMES[a.dtype]}\' ({op})')
+        name = dtypes.from_numpy_dtype(a.dtype).scalar_type_name
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\' ({op})')
 
 
 def _require_continuous(a: np.ndarray, name: str, type_name: str) -> None:
@@ -216,11 +203,11 @@ class _HostDraws:
         return self._gen.geometric(p, shape)
 
     def fill_uniform(self, a: np.ndarray, low: float, high: float) -> None:
-        work = _work_dtype(a.dtype)
+        work = compute_dtype(a.dtype)
         a[...] = _unit_uniform(self._gen, a.shape, a.dtype) * work.type(high - low) + work.type(low)
 
     def fill_normal(self, a: np.ndarray, mean: Any, std: Any) -> None:
-        work = _work_dtype(a.dtype)
+        work = compute_dtype(a.dtype)
         a[...] = self._gen.standard_normal(a.shape, dtype=work) * np.asarray(std, work) + np.asarray(mean, work)
 
     def fill_integers(self, a: np.ndarray, low: int, high: int) -> None:
@@ -236,7 +223,7 @@ def _fill_uniform(op: str, a: Any, low: float, high: float, draws: Any) -> None:
     _require_float(a, "check_uniform_bounds", op)
     low, high = float(low), float(high)
     info = np.finfo(a.dtype)
-    c_name = _C_NAMES[a.dtype]
+    c_name = dtypes.from_numpy_dtype(a.dtype).cpp_type_name
     if not info.min <= low <= info.max:
         raise RuntimeError(f"from is out of bounds for {c_name}")
     if not info.min <= high <= info.max:
@@ -246,7 +233,8 @@ def _fill_uniform(op: str, a: Any, low: float, high: float, draws: Any) -> None:
             f"uniform_ expects to return a [from, to) range, but found from={_fmt(low)} > to={_fmt(high)}")
     if high - low > float(info.max):
         raise RuntimeError(
-            f"uniform_ expects to-from <= std::numeric_limits<{_TYPE_NAMES[a.dtype]}>::max(), but found "
+            f"uniform_ expects to-from <= std::numeric_limits<{dtypes.from_numpy_dtype(a.dtype).scalar_type_name}>"
+            f"::max(), but found "
             f"to={_fmt(high)} and from={_fmt(low)} which result in to-from to exceed the limit"
         )
     draws.fill_uniform(a, low, high)
@@ -273,7 +261,7 @@ def _fill_integers(op: str, a: Any, low: int, high: int | None, draws: Any) -> N
         high = _as_int64(op, "to", high)
         if low >= high:
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    c_name = _C_NAMES[a.dtype]
+    c_name = dtypes.from_numpy_dtype(a.dtype).cpp_type_name
     if a.dtype.kind == "f":
         lo_lim, hi_lim = -float(np.finfo(a.dtype).max), float(np.finfo(a.dtype).max)
         top = 2 ** _float_digits(a.dtype)
@@ -327,10 +315,10 @@ def _expand(p: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _fill_exponential(op: str, a: Any, lambd: float, draws: Any) -> None:
-    _require_continuous(a, "Exponential", _TYPE_NAMES[a.dtype])
+    _require_continuous(a, "Exponential", dtypes.from_numpy_dtype(a.dtype).scalar_type_name)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_fmt(lambd)}")
-    work = _work_dtype(a.dtype)
+    work = compute_dtype(a.dtype)
     a[...] = draws.standard_exponential(a.shape, work) / work.type(lambd)
 
 
@@ -347,15 +335,15 @@ def _fill_log_normal(op: str, a: Any, mean: float, std: float, draws: Any) -> No
     _require_float(a, "log_normal_cpu", op)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_fmt(std)}")
-    work = _work_dtype(a.dtype)
+    work = compute_dtype(a.dtype)
     a[...] = np.exp(draws.standard_normal(a.shape, work) * work.type(std) + work.type(mean))
 
 
 def _fill_cauchy(op: str, a: Any, median: float, sigma: float, draws: Any) -> None:
-    _require_continuous(a, "Cauchy", _C_NAMES[a.dtype])
+    _require_continuous(a, "Cauchy", dtypes.from_numpy_dtype(a.dtype).cpp_type_name)
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_fmt(sigma)}")
-    work = _work_dtype(a.dtype)
+    work = compute_dtype(a.dtype)
     u = draws.uniform(a.shape, work)
     a[...] = work.type(median) + work.type(sigma) * np.tan(work.type(np.pi) * (u - work.type(0.5)))
 
@@ -437,6 +425,7 @@ def _new(shape: tuple[int, ...], dtype: dtypes.dtype, device: Any) -> tuple[Any,
     return allocate(shape, dtype.np, dev), dev
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def rand(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
@@ -446,6 +435,7 @@ def rand(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None
     return _sample("rand", array, requires_grad, generator, _fill_uniform, 0.0, 1.0)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def randn(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
@@ -473,6 +463,7 @@ def _low_high(op: str, args: tuple, low: Any, high: Any) -> tuple[Any, Any]:
     return (0 if low is None else low), high
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None, generator: Any = None,
             dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -488,6 +479,7 @@ def randint(*args: Any, size: Any = None, low: Any = None, high: Any = None, gen
     return _sample("randint", array, requires_grad, generator, _fill_integers, low, high)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
@@ -505,13 +497,14 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     if dt.is_floating_point:
         digits = _float_digits(dt.np)
         if n > 2**digits + 1:
-            raise RuntimeError(f"n cannot be greater than 2^{digits}+1 for {_TYPE_NAMES[dt.np]} type.")
+            raise RuntimeError(f"n cannot be greater than 2^{digits}+1 for {dt.scalar_type_name} type.")
     elif n > 0 and n - 1 > np.iinfo(dt.np).max:
         raise RuntimeError(f"value cannot be converted to type {dt.np.name}_t without overflow")
     perm = _np_generator("randperm", generator).permutation(n).astype(dt.np)
     return _finish(place(perm, device), requires_grad)
 
 
+@tensor_args
 @with_out(cast="unsafe")
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -541,6 +534,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     return _sample("normal", target, requires_grad, generator, _fill_normal, mean, std)
 
 
+@tensor_args
 @with_out(cast="unsafe")
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
     """0/1 draws shaped and typed like ``input``: 1 with probability ``input`` (or ``p`` when given)."""
@@ -551,6 +545,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -
     return _sample("bernoulli", array, False, generator, _fill_bernoulli, p)
 
 
+@tensor_args
 @with_out
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
     """Category indices drawn from each row of (unnormalised) probabilities ``input``.
@@ -568,7 +563,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if probs.dtype.kind != "f":
         raise RuntimeError(
-            f"multinomial only supports floating-point dtypes for input, got: {_TYPE_NAMES[probs.dtype]}")
+            "multinomial only supports floating-point dtypes for input, got: "
+            f"{dtypes.from_numpy_dtype(probs.dtype).scalar_type_name}")
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     categories = probs.shape[-1]
@@ -593,6 +589,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     return _finish(place(out.reshape(probs.shape[:-1] + (num_samples,)), input.device), False)
 
 
+@tensor_args
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, device: Any = None,
               requires_grad: bool = False, memory_format: Any = preserve_format) -> Tensor:
     """``rand`` with ``input``'s shape, dtype and layout unless overridden."""
@@ -600,6 +597,7 @@ def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, device
     return _sample("rand_like", array, requires_grad, generator, _fill_uniform, 0.0, 1.0)
 
 
+@tensor_args
 def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, device: Any = None,
                requires_grad: bool = False, memory_format: Any = preserve_format) -> Tensor:
     """``randn`` with ``input``'s shape, dtype and layout unless overridden."""
@@ -607,6 +605,7 @@ def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, devic
     return _sample("randn_like", array, requires_grad, generator, _fill_normal, 0.0, 1.0)
 
 
+@tensor_args
 def randint_like(input: Tensor, *args: Any, low: Any = None, high: Any = None, generator: Any = None,
                  dtype: Any = None, device: Any = None, requires_grad: bool = False,
                  memory_format: Any = preserve_format) -> Tensor:

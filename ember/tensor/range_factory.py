@@ -12,10 +12,12 @@ from .creation import _dtype_or_default, _finish, _number
 from .device import factory_device
 from .out_arg import with_out
 from .tensor import Tensor
+from .arguments import tensor_args
 
 __all__ = ["range"]
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def range(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:  # noqa: A001 - torch's name

@@ -10,10 +10,16 @@ import numpy as np
 from .. import opcodes as op
 from ..return_types import return_type
 from ..autograd.function import Function, name_node
+from ..autograd.tangents import linear_jvp
 from . import dtypes
-from ._dispatch import backend, compute_dtype
+from ..kernels.common.dtypes import computable
+from ._dispatch import backend
 from .tensor import Tensor, _wrap_dim
 from .out_arg import with_out
+from .arguments import tensor_args
+from .elementwise import binary, where
+from .creation import arange
+from .joins import cat, flip
 
 max_result = return_type("max", ["values", "indices"])
 min_result = return_type("min", ["values", "indices"])
@@ -46,10 +52,8 @@ def _final_shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -
 
 
 def _reduce_array(code: int, x: Tensor, dims: tuple[int, ...], keepdim: bool, out_dt: dtypes.dtype) -> np.ndarray:
-    arr = x._array
-    if arr.dtype == np.float16:
-        arr = arr.astype(np.float32)
-    store = compute_dtype(out_dt)
+    arr = computable(x._array)
+    store = out_dt.compute
     out = np.empty(_keep_shape(arr.shape, dims), dtype=store.np, like=arr)
     backend(x).reduce(code, arr, dims, out)
     out = out.reshape(_final_shape(arr.shape, dims, keepdim))
@@ -57,11 +61,6 @@ def _reduce_array(code: int, x: Tensor, dims: tuple[int, ...], keepdim: bool, ou
         return out
     with np.errstate(over="ignore"):  # a float16 result past 65504 is inf, silently as in torch
         return out.astype(out_dt.np)
-
-
-def _accumulation_dtype(dt: dtypes.dtype) -> dtypes.dtype:
-    """torch computes float16 means, variances and norms in float32 and rounds once at the end."""
-    return dtypes.float32 if dt is dtypes.float16 else dt
 
 
 def _expand_back(g: Tensor, shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> Tensor:
@@ -74,6 +73,8 @@ def _expand_back(g: Tensor, shape: tuple[int, ...], dims: tuple[int, ...], keepd
 class Sum(Function):
     """Sum over dims; integer and bool inputs give int64 as in torch."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x, dims, keepdim, out_dt):
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
@@ -84,12 +85,16 @@ class Sum(Function):
         return _expand_back(g, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
 
+_SUM_OVER_DIMS = Sum.named("SumBackward1")  # torch's sum over given dims (sum.dim_IntList)
+
+
 def _sum_dtype(x: Tensor, dtype: Any) -> dtypes.dtype:
     if dtype is not None:
         return dtypes.to_dtype(dtype)
     return x.dtype if x.dtype.is_floating_point else dtypes.int64
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     """Sum of elements over ``dim`` (all when None)."""
@@ -97,9 +102,10 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
     out_dt = _sum_dtype(input, dtype)
     if dtype is not None and out_dt is not input.dtype:
         input = input.to(out_dt)
-    return name_node(Sum.apply(input, dims, keepdim, out_dt), "SumBackward0" if dim is None else "SumBackward1")
+    return (Sum if dim is None else _SUM_OVER_DIMS).apply(input, dims, keepdim, out_dt)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Arithmetic mean over ``dim``; floating dtypes only, as in torch."""
@@ -107,19 +113,14 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
     if not out_dt.is_floating_point:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-            f"Got: {_torch_name(out_dt)}"
+            f"Got: {out_dt.scalar_type_name}"
         )
     dims = reduce_dims(input, dim, "mean")
     count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
-    acc_dt = _accumulation_dtype(out_dt)
+    acc_dt = out_dt.compute  # torch computes a float16 mean in float32 and rounds once at the end
     total = sum(input if acc_dt is input.dtype else input.to(acc_dt), dims, keepdim)
     result = total / count if count else total * float("nan")
     return name_node(result.to(out_dt), "MeanBackward0" if dim is None else "MeanBackward1")
-
-
-def _torch_name(dt: dtypes.dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[dt.name]
 
 
 class _ReductionSavingOutput(Function):
@@ -139,8 +140,6 @@ class Prod(_ReductionSavingOutput):
 
     @staticmethod
     def backward(ctx, g):
-        from .elementwise import where
-
         x, y = ctx.saved_tensors
         dims, keepdim = ctx.dims, ctx.keepdim
         g = _expand_back(g, x.shape, dims, keepdim)
@@ -153,6 +152,7 @@ class Prod(_ReductionSavingOutput):
         return g * grad, None, None, None, None
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def prod(input: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Product of elements over one dim (or all, when ``dim`` is not given)."""
@@ -177,6 +177,9 @@ class Extreme(_ReductionSavingOutput):
         return _expand_back(g, x.shape, ctx.dims, ctx.keepdim) * share, None, None, None, None
 
 
+_AMINMAX = Extreme.named("AminmaxBackward0")  # both halves of aminmax
+
+
 def _check_nonempty(x: Tensor, dims: tuple[int, ...], name: str) -> None:
     if x.numel() == 0 and (not dims or builtins.any(x.shape[d] == 0 for d in dims)):
         if not dims or len(dims) == x.ndim:
@@ -187,6 +190,7 @@ def _check_nonempty(x: Tensor, dims: tuple[int, ...], name: str) -> None:
         raise IndexError(f"{name}(): Expected reduction dim {dims[0]} to have non-zero size.")
 
 
+@tensor_args
 @with_out
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Maximum over dims (NaN propagates)."""
@@ -195,6 +199,7 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return Extreme.apply(input, op.R_MAX, dims, keepdim, input.dtype)
 
 
+@tensor_args
 @with_out
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Minimum over dims (NaN propagates)."""
@@ -203,6 +208,7 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return Extreme.apply(input, op.R_MIN, dims, keepdim, input.dtype)
 
 
+@tensor_args
 @with_out
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> Any:
     """(min, max) of all elements, or along ``dim``, in one call (NaN propagates)."""
@@ -216,9 +222,9 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> 
         if input.ndim and input.shape[d] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         dims = (d,) if input.ndim else ()
-    low = Extreme.apply(input, op.R_MIN, dims, keepdim, input.dtype)
-    high = Extreme.apply(input, op.R_MAX, dims, keepdim, input.dtype)
-    return aminmax_result(name_node(low, "AminmaxBackward0"), name_node(high, "AminmaxBackward0"))
+    low = _AMINMAX.apply(input, op.R_MIN, dims, keepdim, input.dtype)
+    high = _AMINMAX.apply(input, op.R_MAX, dims, keepdim, input.dtype)
+    return aminmax_result(low, high)
 
 
 class ArgExtreme(Function):
@@ -226,7 +232,7 @@ class ArgExtreme(Function):
 
     @staticmethod
     def forward(ctx, x, code, dim, keepdim):
-        arr = x._array if x._array.dtype != np.float16 else x._array.astype(np.float32)
+        arr = computable(x._array)
         keep = _keep_shape(arr.shape, (dim,))
         values = np.empty(keep, dtype=arr.dtype, like=arr)
         indices = np.empty(keep, dtype=np.int64, like=arr)
@@ -248,8 +254,6 @@ class ArgExtreme(Function):
 
 def scatter_to_index(g: Tensor, indices: Tensor, dim: int, keepdim: bool, shape: tuple[int, ...]) -> Tensor:
     """Place ``g`` at ``indices`` along ``dim`` of zeros of ``shape`` (differentiable in ``g``)."""
-    from .creation import arange
-
     if not keepdim and len(shape):
         g, indices = g.unsqueeze(dim), indices.unsqueeze(dim)
     if not len(shape):
@@ -266,12 +270,11 @@ def _arg_extreme(input: Tensor, code: int, dim: Any, keepdim: bool, name: str):
     return ArgExtreme.apply(input, code, d, keepdim)
 
 
+@tensor_args
 @with_out(cast=True)
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - torch's name
     """The largest element, or (values, indices) along ``dim``; with a tensor, the elementwise maximum."""
     if isinstance(dim, Tensor):
-        from .elementwise import binary
-
         return binary("maximum", input, dim)
     if dim is None:
         _check_nonempty(input, (), "max")
@@ -279,12 +282,11 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
     return max_result(*_arg_extreme(input, op.A_MAX, dim, keepdim, "max"))
 
 
+@tensor_args
 @with_out(cast=True)
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001 - torch's name
     """The smallest element, or (values, indices) along ``dim``; with a tensor, the elementwise minimum."""
     if isinstance(dim, Tensor):
-        from .elementwise import binary
-
         return binary("minimum", input, dim)
     if dim is None:
         _check_nonempty(input, (), "min")
@@ -304,6 +306,7 @@ def _check_not_bool(input: Tensor, name: str) -> None:
         raise RuntimeError(f"{name}(): does not support bool input")
 
 
+@tensor_args
 @with_out
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum (in the flattened tensor when ``dim`` is None)."""
@@ -315,6 +318,7 @@ def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     return _arg_extreme(input, op.A_MAX, dim, keepdim, "argmax")[1]
 
 
+@tensor_args
 @with_out
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum (in the flattened tensor when ``dim`` is None)."""
@@ -331,18 +335,21 @@ def _logical(code: int, input: Tensor, dim: Any, keepdim: bool, name: str, out_d
     return Tensor._make(_reduce_array(code, input, dims, keepdim, out_dt))
 
 
+@tensor_args
 @with_out
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether every element is nonzero (bool result; uint8 stays uint8 as in torch)."""
     return _logical(op.R_ALL, input, dim, keepdim, "all", dtypes.uint8 if input.dtype is dtypes.uint8 else dtypes.bool)
 
 
+@tensor_args
 @with_out
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """Whether some element is nonzero."""
     return _logical(op.R_ANY, input, dim, keepdim, "any", dtypes.uint8 if input.dtype is dtypes.uint8 else dtypes.bool)
 
 
+@tensor_args
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     """Number of nonzero elements (int64)."""
     return _logical(op.R_COUNT_NONZERO, input, dim, False, "count_nonzero", dtypes.int64)
@@ -351,7 +358,7 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 def _float_input(input: Tensor, name: str) -> None:
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{name}(): input dtype should be either floating point or complex dtypes. "
-                           f"Got {_torch_name(input.dtype)} instead.")
+                           f"Got {input.dtype.scalar_type_name} instead.")
 
 
 def _variance(input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: Any, name: str) -> Tensor:
@@ -380,6 +387,7 @@ def _round_to(result: Tensor, dt: dtypes.dtype) -> Tensor:
         return result.to(dt)
 
 
+@tensor_args
 @with_out(cast=True)
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
@@ -387,6 +395,7 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _round_to(_variance(input, dim, unbiased, keepdim, correction, "var"), input.dtype)
 
 
+@tensor_args
 @with_out(cast=True)
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
@@ -394,12 +403,14 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _round_to(_variance(input, dim, unbiased, keepdim, correction, "std").sqrt(), input.dtype)
 
 
+@tensor_args
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
     """(var, mean) in one call."""
     return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
+@tensor_args
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
     """(std, mean) in one call."""
@@ -428,8 +439,6 @@ class Norm2(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .elementwise import where
-
         x, y, g = _norm_backward_operands(ctx, g)
         return g * x / where(y == 0, 1.0, y) * (y != 0), None, None
 
@@ -448,8 +457,6 @@ class PNorm(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .elementwise import where
-
         x, y, g = _norm_backward_operands(ctx, g)
         power = ctx.p - 1
         scale = x.abs().pow(power)
@@ -459,6 +466,7 @@ class PNorm(Function):
         return where(y == 0, 0.0, grad), None, None, None
 
 
+@tensor_args
 @with_out
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Vector p-norm over dims (``"fro"`` and 2 are the Euclidean norm)."""
@@ -466,8 +474,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     dims = reduce_dims(input, dim, "norm")
-    if input.dtype is dtypes.float16:
-        return norm(input.to(dtypes.float32), p, dims, keepdim).to(dtypes.float16)
+    if input.dtype.compute is not input.dtype:
+        return norm(input.to(input.dtype.compute), p, dims, keepdim).to(input.dtype)
     if p in ("fro", 2, 2.0):
         return _euclidean_norm(input, dims, keepdim)
     if p == float("inf"):
@@ -498,8 +506,6 @@ def _scaled_by_max(input: Tensor, dims: tuple[int, ...], keepdim: bool, norm_of:
     """``norm_of(input / max|input|) * max|input|``: a p-norm is homogeneous, so this is the same value without
     the overflow or underflow of the powers in between (the scale is a constant to autograd, which is exact
     because the gradient of a homogeneous norm does not change under scaling)."""
-    from .elementwise import where
-
     if input.numel() == 0:
         return norm_of(input)
     scale = amax(input.abs(), dims, keepdim=True).detach()
@@ -508,11 +514,10 @@ def _scaled_by_max(input: Tensor, dims: tuple[int, ...], keepdim: bool, norm_of:
     return result * (scale if keepdim or not dims else scale.squeeze(dims))
 
 
+@tensor_args
 @with_out(cast=True)
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over dims, computed stably (shifted by the maximum)."""
-    from .elementwise import where
-
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
     dims = reduce_dims(input, dim, "logsumexp")
@@ -529,8 +534,8 @@ class Scan(Function):
 
     @staticmethod
     def forward(ctx, x, code, dim, out_dt):
-        arr = x._array if x._array.dtype != np.float16 else x._array.astype(np.float32)
-        out = np.empty(arr.shape, dtype=compute_dtype(out_dt).np, like=arr)
+        arr = computable(x._array)
+        out = np.empty(arr.shape, dtype=out_dt.compute.np, like=arr)
         if arr.size:
             backend(x).scan(code, arr, dim, out)
         result = Tensor._make(out if out.dtype == out_dt.np else out.astype(out_dt.np))
@@ -553,9 +558,6 @@ class Scan(Function):
 def _logcumsumexp_grad(x: Tensor, y: Tensor, g: Tensor, d: int) -> Tensor:
     """torch's stable form of ``exp(x_i) * sum_{j >= i} g_j / exp(y_j)``: the positive and negative parts of ``g``
     summed in log space (reverse logcumsumexp), so no exp overflows; in logcumsumexp itself, so it differentiates."""
-    from .elementwise import where
-    from .joins import flip
-
     lowest = float(np.finfo(g.dtype.np).min)
     log_abs = g.abs().log()
 
@@ -570,9 +572,6 @@ def _cumprod_grad(x: Tensor, y: Tensor, g: Tensor, d: int) -> Tensor:
     """d y_j / d x_i is the product of x_k for k <= j, k != i: y_j / x_i without zeros, else one cumprod per i."""
     if not bool((x == 0).any()):
         return _reverse_cumsum(g * y, d) / x
-    from .creation import arange
-    from .elementwise import where
-    from .joins import cat
 
     n = x.shape[d]
     positions = arange(n).reshape(tuple(n if i == d else 1 for i in range(x.ndim)))
@@ -597,24 +596,27 @@ def _scan(input: Tensor, code: int, dim: int, dtype: Any, name: str) -> Tensor:
     return Scan.apply(input, code, d, out_dt)
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sum along ``dim`` (integers accumulate in int64)."""
     return _scan(input, op.S_SUM, dim, dtype, "cumsum")
 
 
+@tensor_args
 @with_out(dtype_from_out=True)
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running product along ``dim``."""
     return _scan(input, op.S_PROD, dim, dtype, "cumprod")
 
 
+@tensor_args
 @with_out
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """Running ``log(sum(exp(x)))`` along ``dim``, computed stably (floating inputs only)."""
     _wrap_dim(dim, input.ndim, "logcumsumexp")  # torch checks the dim before the dtype
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{_torch_name(input.dtype)}\'')
+        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for \'{input.dtype.scalar_type_name}\'')
     return _scan(input, op.S_LOGSUMEXP, dim, None, "logcumsumexp")
 
 
@@ -635,6 +637,7 @@ def _median(input: Tensor, dim: int | None, keepdim: bool, skip_nan: bool, name:
     return name_node(values, name + "Backward1"), indices
 
 
+@tensor_args
 @with_out
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """The lower median (of all elements, or (values, indices) along ``dim``); NaN wherever a NaN is present."""
@@ -642,6 +645,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     return result if dim is None else median_result(*result)
 
 
+@tensor_args
 @with_out
 def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """``median`` of the non-NaN elements (NaN only where all are NaN). Among equal candidates ember's index is the

@@ -8,14 +8,15 @@ from ..autograd.function import name_node
 from .elementwise import inplace, where
 from .out_arg import with_out
 from .tensor import Tensor, _wrap_dim
+from .arguments import tensor_args
+from ..linalg.norms import vector_norm
 
 
+@tensor_args
 @with_out
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """``input`` with each slice ``input.select(dim, i)`` of p-norm above ``maxnorm`` scaled by
     ``maxnorm / (norm + 1e-7)`` (torch's factor); the other slices are unchanged."""
-    from ..linalg.norms import vector_norm
-
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

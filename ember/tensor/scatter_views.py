@@ -19,6 +19,7 @@ from .elementwise import _check_no_internal_overlap
 from .out_arg import with_out
 from .tensor import Tensor, _wrap_dim
 from .views import MovePositions, _storage_positions, as_strided, diagonal, getitem, select, storage_of
+from .arguments import tensor_args
 
 __all__ = ["slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter"]
 
@@ -38,6 +39,7 @@ def _scatter_through(input: Tensor, src: Tensor, view: Callable[[Tensor], Tensor
     return name_node(out, node)
 
 
+@tensor_args
 @with_out
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
                   step: int = 1) -> Tensor:
@@ -49,11 +51,13 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     return _scatter_through(input, src, lambda t: getitem(t, key), "SliceScatterBackward0")
 
 
+@tensor_args
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """``input`` with ``src`` at position ``index`` of ``dim`` (``src`` has that slice's shape, without ``dim``)."""
     return _scatter_through(input, src, lambda t: select(t, dim, index), "SelectScatterBackward0")
 
 
+@tensor_args
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """``input`` with ``src`` on the diagonal that ``input.diagonal(offset, dim1, dim2)`` selects."""
     return _scatter_through(input, src, lambda t: diagonal(t, offset, dim1, dim2), "DiagonalScatterBackward0")
@@ -91,6 +95,7 @@ class AsStridedScatter(Function):
         return grad_input, grad_src, None, None, None
 
 
+@tensor_args
 def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
                        storage_offset: int | None = None) -> Tensor:
     """``input`` with ``src`` written where ``input.as_strided(size, stride, storage_offset)`` would look, in a

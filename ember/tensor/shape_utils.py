@@ -16,6 +16,7 @@ from .device import place
 from .joins import stack
 from .tensor import Size, Tensor
 from .views import _shape_arg, require_args, reshape
+from .arguments import tensor_args
 
 __all__ = ["broadcast_shapes", "ravel", "unravel_index", "combinations", "sum_to_size", "fill_diagonal_"]
 
@@ -54,6 +55,7 @@ def broadcast_shapes(*shapes: Any) -> Size:
     return Size(result)
 
 
+@tensor_args
 def ravel(input: Tensor) -> Tensor:
     """``input`` flattened to 1-D: a view when its strides allow, else a copy."""
     return name_node(reshape(input, (-1,)), "ViewBackward0")
@@ -71,6 +73,7 @@ def _unravel_shape(shape: Any) -> tuple[int, ...]:
     return tuple(int(n) for n in dims)
 
 
+@tensor_args
 def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
     """The coordinates in a tensor of ``shape`` of each flat index in ``indices``: one int64 tensor per dim, of
     ``indices``' shape. As in torch, an index outside the shape wraps around (each coordinate is taken modulo
@@ -85,6 +88,7 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
     return tuple(flat.floor_divide(math.prod(dims[d + 1:])).remainder(n) for d, n in enumerate(dims))
 
 
+@tensor_args
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """The length-``r`` combinations of the elements of a 1-D tensor, one per row (itertools' order); with
     ``with_replacement`` an element may repeat. Differentiable in ``input``."""

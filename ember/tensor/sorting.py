@@ -22,9 +22,10 @@ from . import dtypes
 from ._dispatch import ascontiguous, backend
 from .device import CPU, place
 from .indexing import scatter_add
-from .reduce import _torch_name, amax, amin, cummax_result, cummin_result
+from .reduce import amax, amin, cummax_result, cummin_result
 from .tensor import Tensor, _wrap_dim
 from .out_arg import with_out
+from .arguments import tensor_args
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "mode", "cummax", "cummin", "unique",
            "unique_consecutive", "searchsorted", "bucketize", "bincount", "histc", "isin"]
@@ -90,6 +91,7 @@ def _dim_size(x: Tensor, dim: int) -> int:
 
 
 # ------------------------------------------------------------------ sort family
+@tensor_args
 @with_out
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Any:
     """Values sorted along ``dim`` and their original positions; NaN sorts as the largest value.
@@ -102,18 +104,21 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
                                 lambda a, v, i: run(a, d, bool(descending), v, i), "SortBackward0"))
 
 
+@tensor_args
 @with_out
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     """The positions that sort ``input`` along ``dim`` (``sort(...).indices``)."""
     return sort(input, dim, descending, stable=stable).indices
 
 
+@tensor_args
 @with_out
 def msort(input: Tensor) -> Tensor:
     """``input`` sorted along its first dim."""
     return sort(input, 0).values
 
 
+@tensor_args
 @with_out
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim`` with their positions, in sorted order."""
@@ -133,6 +138,7 @@ def _check_orderable(input: Tensor, name: str) -> None:
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
 
 
+@tensor_args
 @with_out
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     """The ``k``-th smallest element (1-based) along ``dim`` and its position; NaN counts as the largest."""
@@ -147,6 +153,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
                                     "KthvalueBackward0"))
 
 
+@tensor_args
 @with_out
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> Any:
     """The smallest most frequent value along ``dim`` and its last position (torch's tie rules)."""
@@ -165,12 +172,14 @@ def _cumulative(input: Tensor, code: int, dim: int, name: str) -> tuple[Tensor, 
                    name.capitalize() + "Backward0")
 
 
+@tensor_args
 @with_out
 def cummax(input: Tensor, dim: int) -> Any:
     """Running maximum along ``dim`` and where it was last reached (NaN propagates)."""
     return cummax_result(*_cumulative(input, op.S_MAX, dim, "cummax"))
 
 
+@tensor_args
 @with_out
 def cummin(input: Tensor, dim: int) -> Any:
     """Running minimum along ``dim`` and where it was last reached (NaN propagates)."""
@@ -220,6 +229,7 @@ def _unique_impl(input: Tensor, dim: int | None, sort_first: bool, return_invers
     return result[0] if len(result) == 1 else tuple(result)
 
 
+@tensor_args
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: int | None = None) -> Any:
     """The distinct elements (or slices along ``dim``) in ascending order, optionally with the inverse
@@ -228,6 +238,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     return _unique_impl(input, dim, True, return_inverse, return_counts, "unique")
 
 
+@tensor_args
 def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
                        dim: int | None = None) -> Any:
     """Collapse each run of equal consecutive elements (or slices along ``dim``) to one."""
@@ -277,7 +288,7 @@ def _extremes(x: Tensor) -> tuple[Any, Any]:
 def _check_sorter(sorter: Tensor, boundaries: Tensor) -> None:
     if sorter.dtype is not dtypes.int64:
         raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
-                           f"{_torch_name(sorter.dtype)}")
+                           f"{sorter.dtype.scalar_type_name}")
     if sorter.shape != boundaries.shape:
         raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
                            f"tensor {list(boundaries.shape)}and got sorter tensor {list(sorter.shape)}")
@@ -287,6 +298,7 @@ def _check_sorter(sorter: Tensor, boundaries: Tensor) -> None:
             raise RuntimeError("torch.searchsorted(): sorter index out of range")
 
 
+@tensor_args
 @with_out
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False, right: bool = False,
                  side: str | None = None, sorter: Tensor | None = None) -> Tensor:
@@ -328,6 +340,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     return Tensor._make(out.reshape(values.shape))
 
 
+@tensor_args
 @with_out
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
     """The bucket of each element: i with ``boundaries[i-1] < x <= boundaries[i]`` (``<=``/``<`` when right)."""
@@ -337,10 +350,11 @@ def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right:
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
+@tensor_args
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How often each non-negative integer occurs in 1-D ``input`` (summing ``weights`` instead of ones)."""
     if input.dtype.is_floating_point or input.dtype is dtypes.bool:
-        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_torch_name(input.dtype)}'")
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{input.dtype.scalar_type_name}'")
     if minlength < 0:
         raise RuntimeError(f"minlength should be >= 0 (bincount got minlength={minlength})")
     run = _kernel("bincount", input, weights)
@@ -362,12 +376,13 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     return Tensor._make(out)
 
 
+@tensor_args
 @with_out
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
     """Counts in ``bins`` equal-width bins over [min, max] (the data's range when min == max); values outside
     are ignored. Floating inputs only, result in the input's dtype."""
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_torch_name(input.dtype)}'")
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{input.dtype.scalar_type_name}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     lo, hi = float(min), float(max)
@@ -385,6 +400,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     return Tensor._make(out)
 
 
+@tensor_args
 @with_out
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
     """Whether each of ``elements`` equals some element of ``test_elements`` (either may be a number)."""

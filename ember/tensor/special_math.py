@@ -14,7 +14,7 @@ import numpy as np
 from scipy import special
 
 from ..autograd.function import Function, name_node
-from ..cpu_kernels.quiet import quietly
+from ..kernels.common.quiet import quietly
 from ..return_types import return_type
 from . import dtypes
 from ._dispatch import broadcast_shapes
@@ -24,6 +24,7 @@ from .device import CPU, place
 from .elementwise import FLOAT_ONLY, _check_tensor, _check_tensor_operands, _float_of, _types, inplace, unary, where
 from .out_arg import with_out
 from .tensor import Tensor
+from .arguments import tensor_args
 
 frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
@@ -61,6 +62,7 @@ class Polygamma(Function):
         return g * Polygamma.apply(x, ctx.n + 1), None
 
 
+@tensor_args
 @with_out(cast=True)
 def polygamma(n: int, input: Tensor) -> Tensor:
     """``d^n/dx^n digamma(x)`` for an integer order ``n >= 0`` (integer inputs give the default float dtype)."""
@@ -71,6 +73,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     return Polygamma.apply(_as_float("polygamma", input), int(n))
 
 
+@tensor_args
 @with_out(cast=True)
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The log of the multivariate gamma function of dimension ``p``:
@@ -121,6 +124,7 @@ class I1(_Bessel):
         return where(x == 0, 0.5, I0.apply(x) - I1.apply(x) / x)
 
 
+@tensor_args
 @with_out(cast=True)
 def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind of order 0 (integer inputs give the default float dtype)."""
@@ -167,12 +171,14 @@ def _incomplete_gamma(cls: type, input: Tensor, other: Tensor) -> Tensor:
     return cls.apply(input.to(dt).expand(shape), other.to(dt).expand(shape))
 
 
+@tensor_args
 @with_out(cast=True)
 def igamma(input: Tensor, other: Tensor) -> Tensor:
     """The regularized lower incomplete gamma function P(input, other), with broadcasting (floating inputs)."""
     return _incomplete_gamma(Igamma, input, other)
 
 
+@tensor_args
 @with_out(cast=True)
 def igammac(input: Tensor, other: Tensor) -> Tensor:
     """The regularized upper incomplete gamma function Q(input, other) = 1 - P(input, other)."""
@@ -199,6 +205,7 @@ class Frexp(Function):
         return ldexp(g, -exponent)
 
 
+@tensor_args
 @with_out
 def frexp(input: Tensor) -> Any:
     """(mantissa, exponent): ``input = mantissa * 2 ** exponent``, exponent int32 (floating inputs only)."""
@@ -217,7 +224,7 @@ def _in_place(name: str, fn: Callable[..., Tensor], self_first: bool = True) -> 
     return method
 
 
-i0_ = _in_place("i0", i0)
+i0_ = tensor_args(_in_place("i0", i0))
 FUNCTIONS = {"polygamma": polygamma, "mvlgamma": mvlgamma, "i0": i0, "i0_": i0_, "igamma": igamma,
              "igammac": igammac, "frexp": frexp}
 TENSOR_METHODS = {

@@ -15,6 +15,7 @@ from ..autograd.function import name_node
 from . import dtypes
 from .tensor import Tensor, _wrap_dim
 from .views import chunk, narrow, split
+from .arguments import tensor_args
 
 __all__ = ["tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes", "unsafe_chunk", "unsafe_split",
            "unsafe_split_with_sizes"]
@@ -69,6 +70,7 @@ def _one_of(op: str, positional: Any, **keywords: Any) -> Any:
     return given[0]
 
 
+@tensor_args
 def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *, sections: Any = None,
                  indices: Any = None, tensor_indices_or_sections: Any = None) -> tuple[Tensor, ...]:
     """Views of ``input`` split along ``dim``: into ``sections`` nearly equal pieces (an int), or at the given
@@ -99,6 +101,7 @@ def _directional_split(op: str, input: Tensor, how: Any, d: int, min_dims: int) 
     return _split_at(input, _int_list(op, "indices", how, 2), d)
 
 
+@tensor_args
 def hsplit(input: Tensor, indices_or_sections: Any = None, *, sections: Any = None,
            indices: Any = None) -> tuple[Tensor, ...]:
     """Split along the columns (dim 1; dim 0 of a 1-D tensor) into equal pieces or at ``indices``."""
@@ -106,6 +109,7 @@ def hsplit(input: Tensor, indices_or_sections: Any = None, *, sections: Any = No
     return _directional_split("hsplit", input, how, 1 if input.ndim > 1 else 0, 1)
 
 
+@tensor_args
 def vsplit(input: Tensor, indices_or_sections: Any = None, *, sections: Any = None,
            indices: Any = None) -> tuple[Tensor, ...]:
     """Split along the rows (dim 0, of a tensor of at least 2 dims) into equal pieces or at ``indices``."""
@@ -113,6 +117,7 @@ def vsplit(input: Tensor, indices_or_sections: Any = None, *, sections: Any = No
     return _directional_split("vsplit", input, how, 0, 2)
 
 
+@tensor_args
 def dsplit(input: Tensor, indices_or_sections: Any = None, *, sections: Any = None,
            indices: Any = None) -> tuple[Tensor, ...]:
     """Split along the depth (dim 2, of a tensor of at least 3 dims) into equal pieces or at ``indices``."""
@@ -120,6 +125,7 @@ def dsplit(input: Tensor, indices_or_sections: Any = None, *, sections: Any = No
     return _directional_split("dsplit", input, how, 2, 3)
 
 
+@tensor_args
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Views of the given non-negative sizes along ``dim`` (they must add up to the dim's size)."""
     sizes = _int_list("split_with_sizes", "split_sizes", split_sizes, 2)
@@ -133,6 +139,7 @@ def _renamed(pieces: tuple[Tensor, ...], node: str) -> tuple[Tensor, ...]:
     return tuple(name_node(p, node) for p in pieces)
 
 
+@tensor_args
 def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``split`` into pieces of ``split_size`` (torch's unchecked-view spelling; the same views here)."""
     if not isinstance(split_size, (int, np.integer)) or isinstance(split_size, bool):
@@ -141,11 +148,13 @@ def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, 
     return _renamed(split(input, int(split_size), dim), "UnsafeSplitBackward0")
 
 
+@tensor_args
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """``split_with_sizes`` (torch's unchecked-view spelling; the same views here)."""
     return _renamed(split_with_sizes(input, split_sizes, dim), "UnsafeSplitWithSizesBackward0")
 
 
+@tensor_args
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``chunk`` (torch's unchecked-view spelling; the same views here)."""
     return _renamed(chunk(input, chunks, dim), "UnsafeSplitBackward0")

@@ -12,11 +12,11 @@ from ..autograd.grad_mode import no_grad
 from ..return_types import return_type
 from . import dtypes
 from .creation import linspace, zeros
-from .elementwise import _dtype_name
 from .matmul import mm
 from .out_arg import with_out
 from .sorting import searchsorted
 from .tensor import Tensor
+from .arguments import tensor_args
 
 histogram_result = return_type("histogram", ["hist", "bin_edges"])
 
@@ -29,7 +29,7 @@ def _check_weights(weights: Tensor, name: str, observations: int, integral: bool
     if weights.dtype.is_floating_point == integral or weights.dtype is dtypes.bool:
         kind = "integral" if integral else "floating point"
         raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
-                           f"{_dtype_name(weights.dtype)} dtype")
+                           f"{weights.dtype.scalar_type_name} dtype")
     if weights.numel() != observations:
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input "
                            f"but got {weights.numel()} != {observations}")
@@ -37,6 +37,7 @@ def _check_weights(weights: Tensor, name: str, observations: int, integral: bool
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
+@tensor_args
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """The covariance matrix of the variables in ``input``'s rows (observations in its columns), with
@@ -78,6 +79,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     return (mm(centred, weighted.t()) / norm).squeeze()
 
 
+@tensor_args
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson's correlation coefficients of the variables in ``input``'s rows (``cov`` normalised, clamped to
     [-1, 1])."""
@@ -124,6 +126,7 @@ def _bin_edges(input: Tensor, bins: Any, range: Any) -> Tensor:  # noqa: A002 - 
     return linspace(low, high, int(bins) + 1, dtype=input.dtype, device=input.device)
 
 
+@tensor_args
 @with_out
 def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A002 - torch's name
               weight: Tensor | None = None, density: bool = False) -> Any:
@@ -132,7 +135,7 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None,  # noqa: A00
     its right edge and values outside the edges (and NaN) are not counted. With ``density`` the histogram is scaled
     to integrate to 1."""
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"histogramdd" not implemented for \'{_dtype_name(input.dtype)}\'')
+        raise NotImplementedError(f'"histogramdd" not implemented for \'{input.dtype.scalar_type_name}\'')
     if weight is not None:
         if weight.shape != input.shape:
             raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have the same shape as the "

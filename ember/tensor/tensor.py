@@ -1,8 +1,11 @@
-"""The Tensor: a NumPy array plus autograd bookkeeping.
+"""The tensor core: the ``Tensor`` class's state, metadata and construction, below autograd and the ops.
 
-Ops are defined in their own modules (elementwise, reduce, views, ...) and
-bound as methods by ``methods.py``; this class holds only the state and the
-behaviour that is about the tensor itself (properties, conversion, backward).
+A tensor is a NumPy (or device) array plus the fields autograd reads and writes: ``_grad_fn``, ``_output_nr``,
+``_requires_grad``, ``_grad``, the leaf's ``_accumulator``, the storage's shared ``_version`` counter and the view
+links ``_base``/``_view_fn``. Autograd imports this module at its top (it makes and inspects tensors); this module
+imports nothing of autograd, so the two never meet in a cycle. The methods that reach above the core are bound
+onto the class from above: the ops (``methods.py``), the gradient hooks and ``backward`` (``autograd_methods.py``),
+``Tensor(...)`` and ``type()`` (``legacy_types.py``).
 """
 from __future__ import annotations
 
@@ -10,11 +13,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd.function import AccumulateGrad, RemovableHandle
-from ..autograd.grad_mode import INFERENCE_BLOCKS as _INFERENCE_BLOCKS, _state as _modes, is_grad_enabled
-from ..cpu_kernels.layout import root_array
+from .._grad_state import INFERENCE_BLOCKS as _INFERENCE_BLOCKS, state as _modes
+from .._user_warnings import warn_user
+from ..kernels.common.layout import root_array
 from . import dtypes
-from .device import CPU, array_device, as_device
+from .device import CPU, array_device, as_device, place
+from .memory_format import is_contiguous_as
+from .printing import tensor_repr
 
 
 class _Version:
@@ -67,11 +72,6 @@ class Tensor:
         "_retains_grad", "_base", "_view_fn", "__weakref__", "__dict__",
     )
     __array_priority__ = 1000  # NumPy defers to Tensor's reflected operators
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from .legacy_types import construct_into
-
-        construct_into(self, *args, **kwargs)
 
     @classmethod
     def _make(cls, array: np.ndarray, requires_grad: bool = False, version: _Version | None = None,
@@ -176,15 +176,7 @@ class Tensor:
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         """C-contiguity in torch's sense (size-1 dims may have any stride)."""
-        from .memory_format import is_contiguous_as
-
         return is_contiguous_as(self._array, memory_format)
-
-    def type(self, dtype: Any = None, non_blocking: bool = False) -> Any:
-        """The legacy type name (``torch.FloatTensor``), or a conversion when a type or dtype is given."""
-        from .legacy_types import tensor_type
-
-        return tensor_type(self, dtype, non_blocking)
 
     # -- autograd state ----------------------------------------------------------
     @property
@@ -192,8 +184,6 @@ class Tensor:
         """The gradient that backward accumulated into this tensor (None until then). Reading it on a non-leaf
         that does not retain its gradient warns, as torch does: backward never fills it."""
         if self._grad is None and self._grad_fn is not None and not self._retains_grad:
-            from .._user_warnings import warn_user
-
             warn_user(_NON_LEAF_GRAD)
         return self._grad
 
@@ -251,11 +241,6 @@ class Tensor:
         """Whether this is an inference tensor: made in ``inference_mode`` (or a view of one)."""
         return self._version.inference
 
-    def _grad_accumulator(self) -> AccumulateGrad:
-        if self._accumulator is None:
-            self._accumulator = AccumulateGrad(self)
-        return self._accumulator
-
     def detach(self) -> "Tensor":
         """A tensor sharing storage (and version counter) that is cut from the graph."""
         return Tensor._make(self._array, version=self._version, base=self)
@@ -276,51 +261,6 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._array = value._array
-
-    def retain_grad(self) -> None:
-        """Keep ``.grad`` for this non-leaf tensor after backward."""
-        if self._grad_fn is None:
-            if not self._requires_grad:
-                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-            return
-        if self._retains_grad:
-            return
-        self._retains_grad = True
-
-        def keep(grad: "Tensor") -> None:
-            self.grad = grad.detach() if self.grad is None else self.grad + grad.detach()
-
-        self._register_node_hook(keep)
-
-    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> RemovableHandle:
-        """Run ``hook(grad)`` when this tensor's gradient is computed; it may return a replacement."""
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._grad_fn is None:
-            return self._register_node_hook(hook, self._grad_accumulator(), 0)
-        return self._register_node_hook(hook)
-
-    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> RemovableHandle:
-        """Run ``hook(self)`` on this leaf after backward has accumulated its gradient into ``self.grad`` (not
-        under ``autograd.grad``, which accumulates nothing); e.g. an optimizer step per parameter."""
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-        return RemovableHandle.add(self._grad_accumulator()._hook_table("_post_accumulate_hooks"), hook)
-
-    def _register_node_hook(self, hook: Callable, node: Any = None, index: int | None = None) -> RemovableHandle:
-        node = node if node is not None else self._grad_fn
-        index = self._output_nr if index is None else index
-        table = node._hook_table("_tensor_hooks")
-        return RemovableHandle.add(table.setdefault(index, {}), hook)
-
-    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Any = None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``ember.autograd.backward``)."""
-        from ..autograd import backward
-
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     # -- conversion --------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -382,8 +322,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        from .printing import tensor_repr
-
         return tensor_repr(self)
 
     def __str__(self) -> str:
@@ -416,8 +354,6 @@ class Tensor:
 
 
 def _rebuild_tensor(array: np.ndarray, requires_grad: bool, device: str = "cpu") -> Tensor:
-    from .device import place
-
     return Tensor._make(place(array, as_device(device)), requires_grad=requires_grad)
 
 
@@ -478,7 +414,7 @@ def _check_inplace(t: Tensor, op: str) -> None:
     view of one) cannot change in place in grad mode."""
     if t._version.inference and not _modes.inference:
         raise RuntimeError(_INFERENCE_INPLACE)
-    if not is_grad_enabled():
+    if not _modes.enabled:
         return
     if t._requires_grad and t._grad_fn is None:
         raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place operation. ({op})")

@@ -20,6 +20,7 @@ from .out_arg import with_out, write_out
 from .splits import split_with_sizes
 from .tensor import Tensor, _wrap_dim
 from . import views
+from .arguments import tensor_args
 
 __all__ = ["view_copy", "permute_copy", "transpose_copy", "t_copy", "expand_copy", "squeeze_copy",
            "unsqueeze_copy", "select_copy", "slice_copy", "diagonal_copy", "unbind_copy", "split_copy",
@@ -37,6 +38,7 @@ def _size_sequence(op: str, size: Any) -> tuple[int, ...]:
     return tuple(int(n) for n in size)
 
 
+@tensor_args
 @with_out
 def view_copy(input: Tensor, size: Any) -> Tensor:
     """``input.view(size)`` copied; with a dtype instead of a size, ``input``'s bytes reinterpreted as that dtype
@@ -55,24 +57,28 @@ def view_copy(input: Tensor, size: Any) -> Tensor:
     return _copied(views.view(input, _size_sequence("view_copy", size)), "ViewBackward0_copy")
 
 
+@tensor_args
 @with_out
 def permute_copy(input: Tensor, dims: Sequence[int]) -> Tensor:
     """``input.permute(dims)`` copied."""
     return _copied(views.permute(input, tuple(dims)), "PermuteBackward0_copy")
 
 
+@tensor_args
 @with_out
 def transpose_copy(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """``input.transpose(dim0, dim1)`` copied."""
     return _copied(views.transpose(input, dim0, dim1), "TransposeBackward0_copy")
 
 
+@tensor_args
 @with_out
 def t_copy(input: Tensor) -> Tensor:
     """``input.t()`` copied."""
     return _copied(views.t(input), "TBackward0_copy")
 
 
+@tensor_args
 @with_out
 def expand_copy(input: Tensor, size: Sequence[int], *, implicit: bool = False) -> Tensor:
     """``input.expand(size)`` copied (every element materialised). ``implicit`` has no effect, as in torch's
@@ -80,6 +86,7 @@ def expand_copy(input: Tensor, size: Sequence[int], *, implicit: bool = False) -
     return _copied(views.expand(input, _size_sequence("expand_copy", size)), "ExpandBackward0_copy")
 
 
+@tensor_args
 @with_out
 def squeeze_copy(input: Tensor, dim: Any = None) -> Tensor:
     """``input.squeeze(dim)`` copied (all size-1 dims, one, or a tuple of them)."""
@@ -88,18 +95,21 @@ def squeeze_copy(input: Tensor, dim: Any = None) -> Tensor:
     return _copied(views.squeeze(input, dim), node)
 
 
+@tensor_args
 @with_out
 def unsqueeze_copy(input: Tensor, dim: int) -> Tensor:
     """``input.unsqueeze(dim)`` copied."""
     return _copied(views.unsqueeze(input, dim), "UnsqueezeBackward0_copy")
 
 
+@tensor_args
 @with_out
 def select_copy(input: Tensor, dim: int, index: int) -> Tensor:
     """``input.select(dim, index)`` copied."""
     return _copied(views.select(input, dim, index), "SelectBackward0_copy")
 
 
+@tensor_args
 @with_out
 def slice_copy(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
                step: int = 1) -> Tensor:
@@ -110,18 +120,21 @@ def slice_copy(input: Tensor, dim: int = 0, start: int | None = None, end: int |
     return _copied(views.getitem(input, key), "SliceBackward0_copy")
 
 
+@tensor_args
 @with_out
 def diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """``input.diagonal(offset, dim1, dim2)`` copied."""
     return _copied(views.diagonal(input, offset, dim1, dim2), "DiagonalBackward0_copy")
 
 
+@tensor_args
 @with_out
 def narrow_copy(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     """``input.narrow(dim, start, length)`` copied."""
     return _copied(views.narrow(input, dim, start, length), "NarrowCopyBackward0")
 
 
+@tensor_args
 @with_out
 def detach_copy(input: Tensor) -> Tensor:
     """A copy of ``input`` cut from the graph (torch leaves a node that cannot backward; ember records none)."""
@@ -129,18 +142,21 @@ def detach_copy(input: Tensor) -> Tensor:
         return clone(input, memory_format=contiguous_format)
 
 
+@tensor_args
 @with_out
 def alias_copy(input: Tensor) -> Tensor:
     """A copy of ``input`` (the copy of torch's alias, a view of the whole tensor)."""
     return _copied(views.make_view(input, lambda a: a.view(), None), "AliasBackward0_copy")
 
 
+@tensor_args
 @with_out
 def unfold_copy(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """``input.unfold(dimension, size, step)`` copied."""
     return _copied(views.unfold(input, dimension, size, step), "UnfoldBackward0_copy")
 
 
+@tensor_args
 @with_out
 def as_strided_copy(input: Tensor, size: Sequence[int], stride: Sequence[int],
                     storage_offset: int | None = None) -> Tensor:
@@ -169,11 +185,13 @@ def _pieces_out(op: str, pieces: tuple[Tensor, ...], node: str, input: Tensor, o
     return None
 
 
+@tensor_args
 def unbind_copy(input: Tensor, dim: int = 0, *, out: Sequence[Tensor] | None = None) -> tuple[Tensor, ...] | None:
     """``input.unbind(dim)``, each slice copied."""
     return _pieces_out("unbind_copy", views.unbind(input, dim), "UnbindBackward0_copy", input, out)
 
 
+@tensor_args
 def split_copy(input: Tensor, split_size: int, dim: int = 0, *,
                out: Sequence[Tensor] | None = None) -> tuple[Tensor, ...] | None:
     """``input.split(split_size, dim)`` (an int size), each piece copied."""
@@ -184,6 +202,7 @@ def split_copy(input: Tensor, split_size: int, dim: int = 0, *,
                        broadcast_into=True)
 
 
+@tensor_args
 def split_with_sizes_copy(input: Tensor, split_sizes: Sequence[int], dim: int = 0, *,
                           out: Sequence[Tensor] | None = None) -> tuple[Tensor, ...] | None:
     """``split_with_sizes(input, split_sizes, dim)``, each piece copied."""

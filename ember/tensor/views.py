@@ -14,12 +14,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..autograd.function import Function, name_node
+from ..autograd.tangents import linear_jvp
 from .._user_warnings import warn_user_once
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from . import dtypes
 from .device import CPU, place
 from ._dispatch import backend, on_device, sum_to_shape
 from .tensor import Size, Tensor, _check_inplace, _wrap_dim
+from .arguments import tensor_args
+from .memory_format import contiguous_format, dim_order, empty_in_format, is_contiguous_as, preserve_format
 
 ViewFn = Callable[[np.ndarray], np.ndarray]
 
@@ -34,6 +37,8 @@ def _compose(outer: ViewFn, inner: ViewFn | None) -> ViewFn:
 
 class View(Function):
     """A view of the input; backward is given per view op (cheap inverse, or scatter into zeros)."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, x: Tensor, view_fn: ViewFn, grad_fn: Callable | None):
@@ -54,6 +59,8 @@ class View(Function):
 
 class EmbedIntoView(Function):
     """Zeros of ``shape`` with ``g`` added into the region ``view_fn`` selects (the adjoint of a view)."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, g: Tensor, shape: tuple[int, ...], view_fn: ViewFn, overlapping: bool):
@@ -81,7 +88,7 @@ def make_view(x: Tensor, view_fn: ViewFn, grad_fn: Callable | None, node: str | 
     """Apply a view op to ``x``; ``grad_fn=None`` means 'scatter the gradient back into zeros'. ``node`` is torch's
     name of the view op's graph node (``ViewBackward0`` when None)."""
     out = View.apply(x, view_fn, grad_fn)
-    return out if node is None else name_node(out, node)
+    return out if node is None or out._grad_fn is None else name_node(out, node)  # no call when nothing recorded
 
 
 class CopySlices(Function):
@@ -163,6 +170,7 @@ def view(x: Tensor, *shape: Any) -> Tensor:
     return make_view(x, lambda a: np.reshape(a, new, copy=False), _reshape_grad(x.shape))
 
 
+@tensor_args
 def reshape(x: Tensor, *shape: Any) -> Tensor:
     """Same data, new shape: a view when the strides allow, else a copy."""
     new = _infer_shape("reshape", _shape_arg(shape), x.numel())
@@ -175,6 +183,8 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 
 class Reshape(Function):
     """The copying reshape, for inputs whose strides a view cannot express."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -194,6 +204,7 @@ def reshape_as(x: Tensor, other: Tensor) -> Tensor:
     return reshape(x, other.shape)
 
 
+@tensor_args
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one."""
     s, e = _wrap_dim(start_dim, x.ndim, "flatten"), _wrap_dim(end_dim, x.ndim, "flatten")
@@ -202,9 +213,10 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.shape
-    return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+    return reshape.__wrapped__(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])  # no guard frame
 
 
+@tensor_args
 def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dim ``dim`` into ``sizes`` (one may be -1)."""
     d = _wrap_dim(dim, x.ndim, "unflatten")
@@ -213,6 +225,7 @@ def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
         reshape(x, x.shape[:d] + sizes + x.shape[d + 1:])
 
 
+@tensor_args
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     """Drop size-1 dims (all, one, or a tuple of them)."""
     if dim is None:
@@ -230,12 +243,14 @@ def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     return make_view(x, lambda a: np.squeeze(a, axis=dims), _reshape_grad(x.shape), node)
 
 
+@tensor_args
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim``."""
     d = _wrap_dim(dim, x.ndim + 1, "unsqueeze")
     return make_view(x, lambda a: np.expand_dims(a, d), _reshape_grad(x.shape), "UnsqueezeBackward0")
 
 
+@tensor_args
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """Reorder dims."""
     require_args("permute", "dims", dims)
@@ -252,6 +267,7 @@ def permute(x: Tensor, *dims: Any) -> Tensor:
     return make_view(x, lambda a: a.transpose(order), lambda g: g.permute(inverse), "PermuteBackward0")
 
 
+@tensor_args
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
     d0, d1 = _wrap_dim(dim0, x.ndim, "transpose"), _wrap_dim(dim1, x.ndim, "transpose")
@@ -260,12 +276,13 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     return make_view(x, lambda a: np.swapaxes(a, d0, d1), lambda g: g.transpose(d0, d1), "TransposeBackward0")
 
 
+@tensor_args
 def t(x: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dims."""
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
     if x.ndim == 2:
-        return name_node(transpose(x, 0, 1), "TBackward0")
+        return make_view(x, lambda a: np.swapaxes(a, 0, 1), lambda g: g.transpose(0, 1), "TBackward0")
     return make_view(x, lambda a: a.view(), _reshape_grad(x.shape), "TBackward0")
 
 
@@ -306,6 +323,7 @@ def conj_transpose(x: Tensor) -> Tensor:
     return transpose(x, 0, 1)
 
 
+@tensor_args
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to a larger shape without copying (-1 keeps a dim)."""
     require_args("expand", "size", sizes)
@@ -347,10 +365,12 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
     return expand(x, other.shape)
 
 
+@tensor_args
 def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
     return expand(x, tuple(shape))
 
 
+@tensor_args
 def narrow(x: Tensor, dim: int, start: Any, length: int) -> Tensor:
     """The slice ``start:start+length`` of one dim, as a view (checked in torch's order)."""
     if x.ndim == 0:
@@ -370,6 +390,7 @@ def narrow(x: Tensor, dim: int, start: Any, length: int) -> Tensor:
     return make_view(x, lambda a: a[index], None, "SliceBackward0")
 
 
+@tensor_args
 def select(x: Tensor, dim: int, index: int) -> Tensor:
     """One position of one dim, removing that dim."""
     if x.ndim == 0:
@@ -384,12 +405,14 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
     return make_view(x, lambda a: a[key], None, "SelectBackward0")
 
 
+@tensor_args
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """All slices along ``dim`` as views."""
     d = _wrap_dim(dim, x.ndim, "unbind")
     return tuple(name_node(select(x, d, i), "UnbindBackward0") for i in range(x.shape[d]))
 
 
+@tensor_args
 def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Pieces of equal size (the last may be smaller) or of the given sizes, as views."""
     d = _wrap_dim(dim, x.ndim, "split")
@@ -414,6 +437,7 @@ def split(x: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     return tuple(out)
 
 
+@tensor_args
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``chunks`` nearly equal pieces (fewer when the dim is short)."""
     if chunks <= 0:
@@ -423,6 +447,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(x, max(1, -(-size // chunks)), d) if size else split(x, 0, d)
 
 
+@tensor_args
 def movedim(x: Tensor, source: Any, destination: Any) -> Tensor:
     """Move dims to new positions, keeping the others in order."""
     src = (source,) if isinstance(source, int) else tuple(source)
@@ -452,6 +477,7 @@ def strided_view(a: Any, shape: Sequence[int], strides: Sequence[int]) -> Any:
     return a.as_strided(shape, strides)
 
 
+@tensor_args
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, as a view in the last dim."""
     d1, d2 = _wrap_dim(dim1, x.ndim, "diagonal"), _wrap_dim(dim2, x.ndim, "diagonal")
@@ -498,6 +524,7 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
                      "UnfoldBackward0")
 
 
+@tensor_args
 def as_strided(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
     """A view with explicit sizes and strides (in elements) over the base storage."""
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
@@ -583,6 +610,8 @@ class MovePositions(Function):
     so as_strided's gradient is right for any input layout and overlapping windows, and differentiable again.
     """
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, g: Tensor, src: np.ndarray, dst: np.ndarray, capacity: int):
         ctx.src, ctx.dst, ctx.capacity = src, dst, capacity
@@ -642,8 +671,6 @@ def as_strided_(x: Tensor, size: Sequence[int], stride: Sequence[int], storage_o
 
 def dense_strides(shape: Sequence[int], memory_format: Any = None) -> tuple[int, ...]:
     """The strides (in elements) of a dense tensor of ``shape`` in ``memory_format`` (contiguous by default)."""
-    from .memory_format import contiguous_format, dim_order, preserve_format
-
     if memory_format is preserve_format:
         raise RuntimeError("Unsupported memory format. Supports only ChannelsLast, ChannelsLast3d, Contiguous")
     strides, step = [0] * len(shape), 1
@@ -686,6 +713,7 @@ def resize_(x: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     return x
 
 
+@tensor_args
 def resize_as_(x: Tensor, other: Tensor, memory_format: Any = None) -> Tensor:
     """``resize_`` to ``other``'s shape."""
     return resize_(x, other.shape, memory_format=memory_format)
@@ -735,8 +763,6 @@ class SetStorage(Function):
 
 def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
     """``x`` itself when already laid out in ``memory_format``, else a copy that is."""
-    from .memory_format import contiguous_format, is_contiguous_as
-
     fmt = contiguous_format if memory_format is None else memory_format
     if is_contiguous_as(x._array, fmt):
         return x
@@ -746,10 +772,10 @@ def contiguous(x: Tensor, memory_format: Any = None) -> Tensor:
 class Copy(Function):
     """A copy into a fresh array of a given memory format."""
 
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
     @staticmethod
     def forward(ctx, x, fmt):
-        from .memory_format import empty_in_format
-
         out = empty_in_format(x._array.shape, x._array.dtype, fmt, like=x._array)
         np.copyto(out, x._array)
         return out
@@ -816,6 +842,6 @@ def _getitem_node(index: tuple) -> str:
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     """``x[key] = value``: copy (with broadcasting) into the viewed region; differentiable in both."""
-    from .conversion import copy_
+    from .conversion import copy_  # not at the top: conversion imports this module
 
     copy_(getitem(x, key), value)

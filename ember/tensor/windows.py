@@ -35,7 +35,7 @@ def _window(name: str, window_length: int, periodic: bool, values: Callable[[np.
         array = np.ones(window_length, dt.np)
     else:
         m = window_length + 1 if periodic else window_length
-        work = np.float32 if dt is dtypes.float16 else dt.np  # float16 computed in float32, as ember does
+        work = dt.compute.np
         array = values(np.arange(m, dtype=work), m)[:window_length].astype(dt.np)
     return _finish(array, requires_grad, dev, pin_memory)
 

@@ -27,6 +27,10 @@ from typing import Any, Callable, ContextManager, Iterable
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad
 from ..autograd.graph import saved_tensors_hooks
+from ..tensor.tensor import Tensor
+from ..tensor.random import capture_rng_states, restore_rng_states
+from ..nn import Sequential
+from ..autograd import backward as autograd_backward
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "detach_variable",
            "check_backward_validity", "noop_context_fn"]
@@ -41,20 +45,14 @@ def noop_context_fn() -> tuple[ContextManager, ContextManager]:
 
 
 def _is_tensor(x: Any) -> bool:
-    from ..tensor.tensor import Tensor
-
     return isinstance(x, Tensor)
 
 
 def _get_rng_state():
-    from ..tensor.random import capture_rng_states
-
     return capture_rng_states()
 
 
 def _set_rng_state(state) -> None:
-    from ..tensor.random import restore_rng_states
-
     restore_rng_states(state)
 
 
@@ -116,8 +114,6 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from ..autograd import backward as autograd_backward
-
         inputs = list(ctx.inputs)
         for idx, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[idx] = t
@@ -274,7 +270,6 @@ def checkpoint_sequential(functions: Any, segments: int, input: Any, use_reentra
 
         return forward
 
-    from ..nn import Sequential
 
     if isinstance(functions, Sequential):
         functions = list(functions.children())

@@ -13,7 +13,7 @@ import pytest
 
 cuda = pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels.layout import element_strides, flat_buffer  # noqa: E402
+from ember.kernels.common.layout import element_strides, flat_buffer  # noqa: E402
 
 LAYOUT_NAMES = ("contiguous", "permuted", "sliced", "flipped", "expanded", "selected")
 
@@ -23,7 +23,7 @@ def _device_view(a: np.ndarray):
 
     The span is padded on both sides, so a kernel that strays outside the view would read or write padding.
     """
-    from ember.cuda_kernels.storage import DeviceStorage
+    from ember.kernels.cuda.storage import DeviceStorage
     a = np.asarray(a)
     if a.size == 0:
         return DeviceStorage.empty(a.shape, a.dtype)

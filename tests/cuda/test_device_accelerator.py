@@ -12,7 +12,7 @@ if not cuda.is_available():
     pytest.skip("CUDA (or the simulator) is not available", allow_module_level=True)
 
 import ember  # noqa: E402
-from ember.cuda_kernels import vendor_blas  # noqa: E402
+from ember.kernels.cuda import vendor_blas  # noqa: E402
 
 
 @pytest.fixture

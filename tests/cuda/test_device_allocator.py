@@ -12,7 +12,7 @@ if not cuda.is_available():
     pytest.skip("CUDA (or the simulator) is not available", allow_module_level=True)
 
 import ember.cuda  # noqa: E402
-from ember.cuda_kernels.allocator import CachingPool, OutOfMemoryError, device_empty, size_class  # noqa: E402
+from ember.kernels.cuda.allocator import CachingPool, OutOfMemoryError, device_empty, size_class  # noqa: E402
 
 
 @pytest.mark.parametrize("nbytes", [1, 511, 512, 513, 4000, (1 << 20) - 1, 1 << 20, (1 << 20) + 1,

@@ -1,4 +1,4 @@
-"""NumPy functions that CUDA device storage implements (``ember.cuda_kernels.ndarray``) against NumPy itself,
+"""NumPy functions that CUDA device storage implements (``ember.kernels.cuda.ndarray``) against NumPy itself,
 on every memory layout; the ops built on them are in ``test_device_tensor_ops.py``."""
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_array_function_matches_numpy(name, fn, layouts, layout_name, device_vie
 
 
 def test_nonzero_spans_many_chunks(device_view):
-    from ember.cuda_kernels.indexing import NONZERO_CHUNK
+    from ember.kernels.cuda.indexing import NONZERO_CHUNK
 
     flags = np.zeros(5 * NONZERO_CHUNK + 3, bool)
     flags[[0, 1, NONZERO_CHUNK - 1, NONZERO_CHUNK, 3 * NONZERO_CHUNK + 2, flags.size - 1]] = True

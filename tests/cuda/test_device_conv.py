@@ -8,9 +8,10 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import conv as cpu  # noqa: E402
-from ember.cuda_kernels import conv as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage, c_strides  # noqa: E402
+from ember.kernels.common.conv import geometry_array  # noqa: E402
+from ember.kernels.cpu import conv as cpu  # noqa: E402
+from ember.kernels.cuda import conv as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage, c_strides  # noqa: E402
 
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
 
@@ -21,7 +22,7 @@ def _out(size, k, s, p, d):
 
 def _geometry(image_size, kernel, stride, padding, dilation):
     out = tuple(_out(*t) for t in zip(image_size, kernel, stride, padding, dilation))
-    return cpu.geometry_array(kernel, stride, padding, dilation, out), out
+    return geometry_array(kernel, stride, padding, dilation, out), out
 
 
 def _at_offset(a: np.ndarray, shift: int) -> DeviceStorage:

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("numba.cuda")
 
 import ember  # noqa: E402
-from ember.cuda_kernels import indexing as dev_indexing, vendor_blas  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cuda import indexing as dev_indexing, vendor_blas  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 from ember.nn import functional as F  # noqa: E402
 
 N, M = 6, 40

@@ -8,9 +8,9 @@ import pytest
 
 cuda = pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import dropout as cpu  # noqa: E402
-from ember.cuda_kernels import dropout as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import dropout as cpu  # noqa: E402
+from ember.kernels.cuda import dropout as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 # The simulator runs device code on NumPy scalars, which warn where the GPU silently makes the NaN (0 * inf).
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")

@@ -6,10 +6,11 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember import cpu_kernels as cpu, opcodes as op  # noqa: E402
-from ember.cpu_kernels.elementwise import BINARY, TERNARY, UNARY  # noqa: E402
-from ember.cuda_kernels import elementwise as ew, launch  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember import opcodes as op
+from ember.kernels import cpu  # noqa: E402
+from ember.kernels.cpu.elementwise import BINARY, TERNARY, UNARY  # noqa: E402
+from ember.kernels.cuda import elementwise as ew, launch  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 PREDICATES = {op.ISNAN, op.ISINF, op.ISFINITE, op.ISPOSINF, op.ISNEGINF, op.SIGNBIT, op.LOGICAL_NOT,
               op.EQ, op.NE, op.LT, op.LE, op.GT, op.GE, op.LOGICAL_AND, op.LOGICAL_OR, op.LOGICAL_XOR}

@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import embedding as cpu  # noqa: E402
-from ember.cuda_kernels import embedding as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage, c_strides  # noqa: E402
+from ember.kernels.cpu import embedding as cpu  # noqa: E402
+from ember.kernels.cuda import embedding as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage, c_strides  # noqa: E402
 
 
 def _at_offset(a: np.ndarray, shift: int) -> DeviceStorage:

@@ -9,9 +9,9 @@ cuda = pytest.importorskip("numba.cuda")
 
 import ember  # noqa: E402
 import ember.nn as nn  # noqa: E402
-from ember.cpu_kernels import bias_activation as cpu  # noqa: E402
-from ember.cuda_kernels import bias_activation as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import bias_activation as cpu  # noqa: E402
+from ember.kernels.cuda import bias_activation as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 PARAMS = {"leaky_relu": (0.2,), "elu": (1.5, 1.0, 1.0), "softplus_beta": (2.0, 3.0), "hardtanh": (-1.0, 2.0)}
 TOL = {np.float32: dict(rtol=2e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-13)}

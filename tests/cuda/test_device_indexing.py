@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import indexing as cpu  # noqa: E402
-from ember.cuda_kernels.indexing import REDUCTIONS, index_range, scatter  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import indexing as cpu  # noqa: E402
+from ember.kernels.cuda.indexing import REDUCTIONS, index_range, scatter  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 RNG = np.random.default_rng(2)
 INDEX = np.array([3, 0, 3, 5, 3, 0, 1], np.int64)  # duplicates; 2 and 4 untouched

@@ -6,9 +6,9 @@ import pytest
 
 cuda = pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import losses as cpu  # noqa: E402
-from ember.cuda_kernels import losses as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import losses as cpu  # noqa: E402
+from ember.kernels.cuda import losses as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 # The simulator runs device code on NumPy scalars, which warn where the GPU silently makes the NaN (-inf + inf).
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")

@@ -18,7 +18,7 @@ import ember  # noqa: E402
 import ember.nn as nn  # noqa: E402
 from ember import _cuda_context  # noqa: E402
 from ember.cuda import _state  # noqa: E402
-from ember.cuda_kernels import allocator  # noqa: E402
+from ember.kernels.cuda import allocator  # noqa: E402
 
 CUDA0, CUDA1 = ember.device("cuda", 0), ember.device("cuda", 1)
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not cuda.is_available(), reason="needs a GPU or 
 
 import ember  # noqa: E402
 from ember import optim  # noqa: E402
-from ember.cuda_kernels import multi_tensor  # noqa: E402
+from ember.kernels.cuda import multi_tensor  # noqa: E402
 
 STEPS = 3
 # (shape, dtype, layout) of a group's parameters: an empty one, a transposed (non-contiguous) one that takes the

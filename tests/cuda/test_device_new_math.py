@@ -11,9 +11,10 @@ import pytest
 pytest.importorskip("numba.cuda")
 
 import ember  # noqa: E402
-from ember import cpu_kernels as cpu, opcodes as op  # noqa: E402
-from ember.cuda_kernels import elementwise as ew  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember import opcodes as op
+from ember.kernels import cpu  # noqa: E402
+from ember.kernels.cuda import elementwise as ew  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 R = np.random.default_rng(0)
 NEXTAFTER = {"float64": op.NEXTAFTER, "float32": op.NEXTAFTER_F32}

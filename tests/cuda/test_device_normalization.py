@@ -1,4 +1,4 @@
-"""CUDA normalization kernels against the CPU kernels (ember.cpu_kernels.normalization), on tiny shapes."""
+"""CUDA normalization kernels against the CPU kernels (ember.kernels.cpu.normalization), on tiny shapes."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 
 cuda = pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import normalization as cpu  # noqa: E402
-from ember.cuda_kernels import launch, normalization as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage, c_strides  # noqa: E402
+from ember.kernels.cpu import normalization as cpu  # noqa: E402
+from ember.kernels.cuda import launch, normalization as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage, c_strides  # noqa: E402
 
 RNG = np.random.default_rng(7)
 PAD = 3  # elements of padding either side of every device array: a stray write would show there

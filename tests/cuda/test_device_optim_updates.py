@@ -1,4 +1,4 @@
-"""CUDA fused optimizer updates against the CPU kernels (ember.cpu_kernels.optim_updates), over a few steps."""
+"""CUDA fused optimizer updates against the CPU kernels (ember.kernels.cpu.optim_updates), over a few steps."""
 from __future__ import annotations
 
 import math
@@ -8,9 +8,9 @@ import pytest
 
 cuda = pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import optim_updates as cpu  # noqa: E402
-from ember.cuda_kernels import optim_updates as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import optim_updates as cpu  # noqa: E402
+from ember.kernels.cuda import optim_updates as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 N = 45  # more elements than the simulator's threads per block
 PAD = 2

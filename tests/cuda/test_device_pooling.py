@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import pooling as cpu  # noqa: E402
-from ember.cuda_kernels import pooling as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage, c_strides  # noqa: E402
+from ember.kernels.cpu import pooling as cpu  # noqa: E402
+from ember.kernels.cuda import pooling as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage, c_strides  # noqa: E402
 from ember.nn.functional.pooling import _adaptive_windows, _sliding_windows  # noqa: E402
 
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}

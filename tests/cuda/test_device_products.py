@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember.cuda_kernels.launch import SIMULATOR  # noqa: E402
-from ember.cuda_kernels.products import TILE, matmul  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cuda.launch import SIMULATOR  # noqa: E402
+from ember.kernels.cuda.products import TILE, matmul  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 RNG = np.random.default_rng(0)
 

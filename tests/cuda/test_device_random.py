@@ -10,7 +10,7 @@ if not cuda.is_available():
 
 import ember.cuda  # noqa: E402
 from ember.cuda.random import generator_state  # noqa: E402
-from ember.cuda_kernels.random import bernoulli_, normal_, philox4x32_10, random_bits_, uniform_  # noqa: E402
+from ember.kernels.cuda.random import bernoulli_, normal_, philox4x32_10, random_bits_, uniform_  # noqa: E402
 
 
 @cuda.jit
@@ -161,7 +161,7 @@ def test_bad_arguments_are_rejected_before_launch():
 
 @pytest.mark.parametrize("low,high", [(-3, 4), (0, 2 ** 63 - 1), (-2 ** 63, 2 ** 63 - 1), (-2 ** 63, 2 ** 40)])
 def test_integers_stay_in_their_inclusive_range(low, high):
-    from ember.cuda_kernels.random import integers_
+    from ember.kernels.cuda.random import integers_
 
     x = _draw(integers_, np.int64, 256, 3, 0, low, high)
     assert x.min() >= low and x.max() <= high

@@ -1,4 +1,4 @@
-"""CUDA LSTM/GRU gate kernels against the CPU kernels (ember.cpu_kernels.recurrent), on tiny shapes."""
+"""CUDA LSTM/GRU gate kernels against the CPU kernels (ember.kernels.cpu.recurrent), on tiny shapes."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 
 cuda = pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import recurrent as cpu  # noqa: E402
-from ember.cuda_kernels import recurrent as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage, c_strides  # noqa: E402
+from ember.kernels.cpu import recurrent as cpu  # noqa: E402
+from ember.kernels.cuda import recurrent as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage, c_strides  # noqa: E402
 
 RNG = np.random.default_rng(11)
 PAD = 2

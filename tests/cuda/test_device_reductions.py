@@ -6,10 +6,11 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember import cpu_kernels as cpu, opcodes as op  # noqa: E402
-from ember.cpu_kernels.reductions import REDUCTIONS  # noqa: E402
-from ember.cuda_kernels import launch, reductions as red  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember import opcodes as op
+from ember.kernels import cpu  # noqa: E402
+from ember.kernels.common.reductions import REDUCTIONS  # noqa: E402
+from ember.kernels.cuda import launch, reductions as red  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 BASE = np.array([0.5, -1.25, 2.0, 3.5, -0.75, 1.5, 0.0, -2.5, 4.0, 0.25, -3.0, 1.0] * 3).reshape(3, 4, 3)
 
@@ -60,7 +61,7 @@ def test_int_and_bool_reductions_match_cpu(code, dtype, device_view):
     x = x.transpose(2, 1, 0)
     for dims in ((0,), (1, 2)):
         shape = _keep(x.shape, dims)
-        kind = REDUCTIONS[code][3]
+        kind = REDUCTIONS[code].kind
         out_dtype = np.bool_ if kind == "bool" else (dtype if kind == "same" else
                                                      (np.int64 if dtype != np.bool_ else np.int64))
         expected = np.zeros(shape, out_dtype)

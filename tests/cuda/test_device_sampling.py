@@ -18,7 +18,7 @@ if not cuda.is_available():
 
 import ember  # noqa: E402
 import ember.nn.functional as F  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 CUDA0 = ember.device("cuda", 0)
 N = 2000
@@ -295,7 +295,7 @@ def test_seeding_imports_no_numba_cuda():
         from ember.cuda.random import generator_state
         ember.manual_seed(12)
         print(json.dumps({"seed": generator_state(0).seed,
-                          "loaded": [m for m in sys.modules if m.startswith(("numba.cuda", "ember.cuda_kernels"))
+                          "loaded": [m for m in sys.modules if m.startswith(("numba.cuda", "ember.kernels.cuda"))
                                      and sys.modules[m] is not None]}))
     """)
     root = Path(__file__).resolve().parents[2]

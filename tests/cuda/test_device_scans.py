@@ -7,9 +7,9 @@ import pytest
 pytest.importorskip("numba.cuda")
 
 from ember import opcodes as op  # noqa: E402
-from ember.cpu_kernels import scans as cpu  # noqa: E402
-from ember.cuda_kernels.scans import scan, scan_indices  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import scans as cpu  # noqa: E402
+from ember.kernels.cuda.scans import scan, scan_indices  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 RNG = np.random.default_rng(1)
 CODES = {"cumsum": op.S_SUM, "cumprod": op.S_PROD, "cummax": op.S_MAX, "cummin": op.S_MIN,

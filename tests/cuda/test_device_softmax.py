@@ -6,9 +6,9 @@ import pytest
 
 cuda = pytest.importorskip("numba.cuda")
 
-from ember.cpu_kernels import softmax as cpu  # noqa: E402
-from ember.cuda_kernels import softmax as dev  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import softmax as cpu  # noqa: E402
+from ember.kernels.cuda import softmax as dev  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 TOL = {np.float32: dict(rtol=1e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
 

@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("numba.cuda")
 
 import ember  # noqa: E402
-from ember.cpu_kernels import sorting as cpu  # noqa: E402
-from ember.cuda_kernels import sorting as gpu  # noqa: E402
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cpu import sorting as cpu  # noqa: E402
+from ember.kernels.cuda import sorting as gpu  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 RNG = np.random.default_rng(7)
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from ember.cuda_kernels.storage import DeviceStorage  # noqa: E402
+from ember.kernels.cuda.storage import DeviceStorage  # noqa: E402
 
 BASE = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.cuda_kernels import products, vendor_blas
+from ember.kernels.cuda import products, vendor_blas
 
 
 def test_vendor_path_is_off_under_the_simulator_and_products_still_work():

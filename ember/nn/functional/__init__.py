@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import importlib
 
+from ...tensor.arguments import guard_namespace as _guard_namespace
+from ...tensor.methods import _method
+from ...tensor.tensor import Tensor
+
 _SUBMODULE_NAMES = ("activation", "attention", "conv", "distance", "dropout", "fold", "linear", "loss",
                     "normalization", "pooling", "sparse", "vision")
 SUBMODULES = tuple(importlib.import_module(f"{__name__}.{name}") for name in _SUBMODULE_NAMES)
@@ -19,9 +23,6 @@ globals().update({name: getattr(module, name) for module in SUBMODULES for name 
 
 def _bind_tensor_methods() -> None:
     """Attach the submodules' ``TENSOR_METHODS`` to ``Tensor``."""
-    from ...tensor.methods import _method
-    from ...tensor.tensor import Tensor
-
     for module in SUBMODULES:
         for name, fn in getattr(module, "TENSOR_METHODS", {}).items():
             setattr(Tensor, name, _method(fn, name))
@@ -32,7 +33,9 @@ def torch_functions() -> dict:
     found: dict = {}
     for module in SUBMODULES:
         found.update(getattr(module, "TORCH_FUNCTIONS", {}))
+    _guard_namespace(found)  # guarded as this namespace is: ember.selu is F.selu
     return found
 
 
 _bind_tensor_methods()
+_guard_namespace(globals())  # torch's argument guards (ember.tensor.arguments)

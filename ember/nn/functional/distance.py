@@ -7,15 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...tensor.tensor import Tensor
+from ...tensor.dtypes import promote_types
+from ...tensor.joins import broadcast_tensors
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]
 
 
 def _broadcast_float(x1: Tensor, x2: Tensor) -> tuple[Tensor, Tensor]:
     """Both operands broadcast to a common shape, checked to be floating point."""
-    from ...tensor.dtypes import promote_types
-    from ...tensor.joins import broadcast_tensors
-
     common = promote_types(x1.dtype, x2.dtype)
     if not common.is_floating_point:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "

@@ -1,30 +1,18 @@
 """Dropout in all of torch's forms: elementwise, channel-wise (1d/2d/3d) and alpha dropout.
 
-Masks come from 32 random bits per element (or per channel) drawn on the input's
-device: from ember's default Generator on the CPU, from the device's CUDA
-generator (Philox, ``random_bits_``) for CUDA inputs, never through the host;
-``ember.manual_seed`` replays both. Elementwise dropout is one
-fused kernel (draw, compare, scale) whose gradient ``g * mask * scale`` is a
-Function of its own, differentiable again; channel-wise dropout multiplies by a
-small (N, C, 1, ...) noise tensor with tensor ops, as torch does.
+Elementwise dropout is one fused op (draw, compare, scale:
+``ember.tensor.fused.dropout``, masks drawn on the input's device, replayed by
+``ember.manual_seed``); channel-wise dropout multiplies by a small (N, C, 1, ...)
+noise tensor with tensor ops, as torch does.
 """
 from __future__ import annotations
 
 import math
 import warnings
 
-import numpy as np
-
-from ...autograd import function as _function
-from ...autograd.function import Function
-from ...autograd.grad_mode import is_grad_enabled
-from ...cpu_kernels.layout import dense_flat, is_dense
-from ...tensor import dtypes
 from ...tensor import elementwise as ew
-from ...tensor.random import default_generator
+from ...tensor.fused import dropout as fused
 from ...tensor.tensor import Tensor
-from ...tensor._dispatch import ascontiguous, family
-from ...tensor.device import device
 
 # SELU's negative saturation value, -scale * alpha: where alpha dropout sends dropped units.
 _ALPHA = 1.7580993408473766
@@ -35,79 +23,17 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _random_bits(n: int, dev: device) -> np.ndarray:
-    """``n`` uint32 values of fresh random bits on ``dev``, from that device's default generator."""
-    if dev.type == "cuda":
-        from ...cuda.random import generator_state
-
-        return generator_state(dev.index).draws().bits(n)
-    raw = default_generator._np.bit_generator.random_raw((n + 1) // 2)
-    return raw.view(np.uint32)[:n]
-
-
-def _threshold(p: float) -> int:
-    """Bits at or above this are kept: a fraction 1 - p of the 2**32 values."""
-    return min(round(p * 2.0 ** 32), 2 ** 32)
-
-
 def _alpha_constants(p: float) -> tuple[float, float, float]:
     """(scale, add for kept, value for dropped) keeping zero mean and unit variance for SELU inputs."""
     a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
     return a, _ALPHA * a * p, _ALPHA * a * (p - 1)
 
 
-def _compute_np(dt: dtypes.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dt is dtypes.float16 else dt.np
-
-
-def _flat(arr: np.ndarray, cdt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(flat input, output array, flat output) in the input's memory order when it is dense."""
-    if type(arr) is np.ndarray and is_dense(arr) and arr.dtype == cdt:
-        out = np.empty_like(arr, order="K")
-        return dense_flat(arr), out, dense_flat(out)
-    arr = ascontiguous(arr, dtype=cdt)
-    out = np.empty_like(arr)
-    return arr.reshape(-1), out, out.reshape(-1)
-
-
-class _Dropout(Function):
-    """``x * mult + add`` with (mult, add) = (scale, keep_add) where kept and (0, drop_value) where dropped."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, p: float, scale: float, keep_add: float, drop_value: float) -> tuple:
-        cdt = _compute_np(x.dtype)
-        flat_x, out, flat_out = _flat(x._array, cdt)
-        mask = np.empty(out.shape, np.bool_, like=out)
-        bits = _random_bits(out.size, x.device)
-        family("dropout", out).dropout_forward(flat_x, bits, _threshold(p), scale, keep_add, drop_value, flat_out,
-                                               mask.reshape(-1))
-        if ctx.needs_input_grad:
-            ctx.mask, ctx.scale = mask, scale
-        return out if cdt == x.dtype.np else out.astype(x.dtype.np)
-
-    @staticmethod
-    def backward(ctx, g: Tensor) -> tuple:
-        return _MaskedScale.apply(g, ctx.mask, ctx.scale), None, None, None, None
-
-
-class _MaskedScale(Function):
-    """``g * (scale if mask else 0)``: linear in g, so its gradient is itself."""
-
-    @staticmethod
-    def forward(ctx, g: Tensor, mask: np.ndarray, scale: float) -> np.ndarray:
-        if ctx.needs_input_grad:
-            ctx.mask, ctx.scale = mask, scale
-        cdt = _compute_np(g.dtype)
-        garr = ascontiguous(np.broadcast_to(g._array, mask.shape), dtype=cdt)
-        out = np.empty(mask.shape, cdt, like=mask)
-        if out.size:
-            family("dropout", out).masked_scale(garr.reshape(-1), ascontiguous(mask).reshape(-1), scale,
-                                                out.reshape(-1))
-        return out if cdt == g.dtype.np else out.astype(g.dtype.np)
-
-    @staticmethod
-    def backward(ctx, gg: Tensor) -> tuple:
-        return _MaskedScale.apply(gg, ctx.mask, ctx.scale), None, None
+def _constants(p: float, alpha: bool) -> tuple[float, float, float]:
+    """(scale, add for kept, value for dropped) of dropout with probability ``p``, alpha dropout's if ``alpha``."""
+    if alpha:
+        return _alpha_constants(p) if p < 1 else (0.0, 0.0, 0.0)
+    return (1.0 / (1.0 - p) if p < 1 else 0.0), 0.0, 0.0
 
 
 def _elementwise(input: Tensor, p: float, training: bool, inplace: bool, alpha: bool) -> Tensor:
@@ -116,27 +42,11 @@ def _elementwise(input: Tensor, p: float, training: bool, inplace: bool, alpha: 
         return input
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{ew._dtype_name(input.dtype)}")
-    if alpha:
-        constants = _alpha_constants(p) if p < 1 else (0.0, 0.0, 0.0)
-    else:
-        constants = (1.0 / (1.0 - p) if p < 1 else 0.0, 0.0, 0.0)
-
-    def compute(x: Tensor) -> Tensor:
-        if (x._requires_grad and is_grad_enabled()) or _function._APPLY_WRAPPERS:  # recorded, or watched
-            return _Dropout.apply(x, p, *constants)
-        return Tensor._make(_Dropout.forward(_NO_RECORD, x, p, *constants))
-
-    return ew.inplace(input, "dropout", compute) if inplace else compute(input)
-
-
-class _NoRecordCtx:
-    """The ctx of a forward run outside autograd."""
-
-    needs_input_grad = ()
-
-
-_NO_RECORD = _NoRecordCtx()
+                           f"{input.dtype.scalar_type_name}")
+    constants = _constants(p, alpha)
+    if inplace:
+        return ew.inplace(input, "dropout", lambda x: fused.dropout(x, p, *constants))
+    return fused.dropout(input, p, *constants)
 
 
 def _feature(input: Tensor, p: float, training: bool, inplace: bool, alpha: bool, batched: bool = True) -> Tensor:
@@ -148,18 +58,10 @@ def _feature(input: Tensor, p: float, training: bool, inplace: bool, alpha: bool
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{ew._dtype_name(input.dtype)}")
+                           f"{input.dtype.scalar_type_name}")
     lead = 2 if batched else 1
     noise_shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
-    bits = _random_bits(math.prod(noise_shape), input.device).reshape(noise_shape)
-    keep = bits >= np.int64(_threshold(p))  # int64: 2**32 (p = 1) is not a uint32
-    if alpha:
-        scale, keep_add, drop_value = _alpha_constants(p) if p < 1 else (0.0, 0.0, 0.0)
-    else:
-        scale, keep_add, drop_value = (1.0 / (1.0 - p) if p < 1 else 0.0), 0.0, 0.0
-    np_dt = input.dtype.np
-    mult = Tensor._make(np.where(keep, scale, 0.0).astype(np_dt))
-    add = Tensor._make(np.where(keep, keep_add, drop_value).astype(np_dt)) if alpha else None
+    mult, add = fused.channel_noise(noise_shape, p, *_constants(p, alpha), input.dtype, input.device, alpha)
 
     def compute(x: Tensor) -> Tensor:
         return x * mult + add if alpha else x * mult

@@ -1,8 +1,6 @@
 """F.unfold (im2col) and F.fold (col2im): sliding blocks out of a batch of images and summed back.
 
-They use the convolution kernels with a (N, C * kH * kW, L) column layout.
-Each is the other's adjoint, so each one's backward is the other op and
-gradients of any order work.
+This module checks torch's arguments; the ops, each the other's adjoint, are ``ember.tensor.fused.fold``.
 """
 from __future__ import annotations
 
@@ -11,55 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.function import Function
-from ...tensor.elementwise import _dtype_name
+from ...tensor.fused import fold as fused
+from ...tensor.fused.conv import ConvGeometry
 from ...tensor.tensor import Tensor
-from .conv import ConvGeometry, output_size
-from ...tensor._dispatch import ascontiguous, family
+from .conv import output_size
 
 __all__ = ["unfold", "fold"]
-
-
-def _compute(t: Tensor) -> np.ndarray:
-    """The array in a dtype the kernels take (float16 widened to float32), contiguous."""
-    arr = t._array
-    return ascontiguous(arr, dtype=np.float32 if arr.dtype == np.float16 else arr.dtype)
-
-
-class _Unfold(Function):
-    """(N, C, H, W) -> (N, C * taps, L) blocks."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, geo: ConvGeometry):
-        image = _compute(x)
-        n, c = image.shape[:2]
-        rows, length = c * geo.taps, geo.positions
-        col = np.empty((n, rows, length), image.dtype, like=image)
-        family("conv", image).im2col(image.reshape((n, c) + geo.image), col.reshape(-1), geo.packed, rows * length,
-                                     length)
-        ctx.geo = geo
-        return col.astype(x._array.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return _Fold.apply(g, ctx.geo), None
-
-
-class _Fold(Function):
-    """(N, C * taps, L) blocks -> (N, C, H, W), overlapping values summed."""
-
-    @staticmethod
-    def forward(ctx, col: Tensor, geo: ConvGeometry):
-        blocks = _compute(col)
-        n, rows, length = blocks.shape
-        image = np.empty((n, rows // geo.taps) + geo.image, blocks.dtype, like=blocks)
-        family("conv", blocks).col2im(blocks.reshape(-1), image, geo.packed, rows * length, length)
-        ctx.geo = geo
-        return image.reshape(image.shape[:2] + geo.spatial(geo.image)).astype(col._array.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return _Unfold.apply(g, ctx.geo), None
 
 
 def _pair(value: Any, name: str) -> tuple[int, int]:
@@ -86,7 +41,7 @@ def _block_args(kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> t
 
 def _check_float(op: str, t: Tensor) -> None:
     if not t.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{op}\" not implemented for '{_dtype_name(t.dtype)}'")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{t.dtype.scalar_type_name}'")
 
 
 def _blocks(size: tuple[int, int], kernel, dilation, padding, stride) -> tuple[int, int]:
@@ -110,8 +65,8 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
                            "components must be at least one.")
     geo = ConvGeometry(2, kernel, stride, padding, dilation, size, blocks, 1)
     if input.ndim == 3:
-        return _Unfold.apply(input.unsqueeze(0), geo).squeeze(0)
-    return _Unfold.apply(input, geo)
+        return fused.unfold(input.unsqueeze(0), geo).squeeze(0)
+    return fused.unfold(input, geo)
 
 
 def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
@@ -137,5 +92,5 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
                            f"input.size(2)={input.shape[-1]}.")
     geo = ConvGeometry(2, kernel, stride, padding, dilation, size, blocks, 1)
     if input.ndim == 2:
-        return _Fold.apply(input.unsqueeze(0), geo).squeeze(0)
-    return _Fold.apply(input, geo)
+        return fused.fold(input.unsqueeze(0), geo).squeeze(0)
+    return fused.fold(input, geo)

@@ -1,10 +1,9 @@
 """Loss functions of ``ember.nn.functional``, with torch's signatures, reductions, dtypes and errors.
 
-Cross-entropy and NLL over class indices run one fused kernel
-(``cpu_kernels.losses``: log-softmax, gather and weighting in one pass; the
-backward is another kernel wrapped in a Function whose own backward is in
-tensor ops, so gradient penalties work). CTC runs its alpha/beta recursions as
-kernels. The other losses are short compositions of differentiable tensor ops.
+Cross-entropy and NLL over class indices and CTC are fused ops
+(``ember.tensor.fused.losses``: log-softmax, gather and weighting in one pass,
+differentiable twice); this module checks their arguments. The other losses are
+short compositions of differentiable tensor ops.
 """
 from __future__ import annotations
 
@@ -14,13 +13,16 @@ from typing import Callable
 
 import numpy as np
 
-from ...autograd.function import Function, name_node, once_differentiable
+from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import no_grad
 from ...tensor import dtypes
+from ...tensor.device import CPU, place
+from ...tensor.fused import losses as fused
 from ...tensor.tensor import Tensor
 from .distance import pairwise_distance
-from ...tensor._dispatch import ascontiguous, family
-from ...tensor.device import CPU, place
+from ...tensor.joins import broadcast_tensors
+from ...tensor.elementwise import where
+from ...tensor.creation import full_like
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
@@ -29,9 +31,6 @@ __all__ = [
     "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss", "ctc_loss", "gaussian_nll_loss",
     "poisson_nll_loss",
 ]
-
-_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 # ---- shared helpers ----------------------------------------------------------------------------------------------
@@ -67,13 +66,9 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def _torch_name(dt: dtypes.dtype) -> str:
-    return _TORCH_NAMES[dt.name]
-
-
 def _require_float(t: Tensor, op: str) -> None:
     if not t.dtype.is_floating_point:
-        raise NotImplementedError(f'"{op}" not implemented for \'{_torch_name(t.dtype)}\'')
+        raise NotImplementedError(f'"{op}" not implemented for \'{t.dtype.scalar_type_name}\'')
 
 
 def _warn_size(input: Tensor, target: Tensor) -> None:
@@ -96,14 +91,6 @@ def _elementwise_weight(loss: Tensor, weight: Tensor | None, input: Tensor, redu
     return _reduce(loss, reduction)
 
 
-def _compute_array(t: Tensor) -> np.ndarray:
-    """``t``'s array, C-contiguous, in the dtype kernels compute in (float16 widened to float32)."""
-    arr = t._array
-    if arr.dtype == np.float16:
-        return arr.astype(np.float32)
-    return ascontiguous(arr)
-
-
 class _LogSigmoid(Function):
     """log(sigmoid(x)) without overflow: min(x, 0) - log1p(exp(-|x|)); gradient sigmoid(-x)."""
 
@@ -122,17 +109,12 @@ def _log_sigmoid(x: Tensor) -> Tensor:
     return _LogSigmoid.apply(x)
 
 
-def _log_softmax(x: Tensor, dim: int) -> Tensor:
-    return x - x.logsumexp(dim, keepdim=True)
-
-
 # ---- regression losses -------------------------------------------------------------------------------------------
 
 def _pointwise_pair(input: Tensor, target: Tensor, op: str) -> tuple[Tensor, Tensor]:
     """Input and target broadcast together (torch warns when their sizes differ)."""
     _warn_size(input, target)
     _require_float(input, op)
-    from ...tensor.joins import broadcast_tensors
 
     if input.shape == target.shape:
         return input, target
@@ -159,7 +141,6 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, red
 def _huber(diff: Tensor, threshold: float, scale_quadratic: float, scale_linear: float) -> Tensor:
     """``0.5 * d**2 * scale_quadratic`` below ``threshold``, ``scale_linear * (|d| - threshold / 2)`` above it."""
     a = diff.abs()
-    from ...tensor.elementwise import where
 
     return where(a < threshold, a.square() * (0.5 * scale_quadratic), (a - 0.5 * threshold) * scale_linear)
 
@@ -187,83 +168,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
                                mean_over_weight=False)
 
 
-# ---- classification over class indices: the fused kernel ---------------------------------------------------------
-
-class _ClassNLL(Function):
-    """Reduced class-index cross-entropy (``from_logits``) or NLL of (N, C, S) input against (N, S) targets."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, target: np.ndarray, weight: np.ndarray, ignore_index: int, smoothing: float,
-                from_logits: bool, reduction: str, out_shape: tuple) -> np.ndarray:
-        arr = _compute_array(x)
-        rows = (arr.shape[0], arr.shape[2])
-        loss = np.empty(rows, arr.dtype, like=arr)
-        lse = np.empty(rows, arr.dtype, like=arr)
-        total = family("losses", arr).class_nll_forward(arr, target, weight, ignore_index, smoothing, from_logits,
-                                                        loss, lse)
-        ctx.save_for_backward(x)
-        ctx.spec = (target, weight, ignore_index, smoothing, from_logits, lse)
-        ctx.reduction, ctx.total, ctx.rows = reduction, total, rows
-        if reduction == "none":
-            out = loss.reshape(out_shape)
-        elif reduction == "sum":
-            out = loss.sum()
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = loss.sum(dtype=np.float64) / total
-        return np.asarray(out, dtype=x.dtype.np) if type(arr) is np.ndarray else out.astype(x.dtype.np)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple:
-        (x,) = ctx.saved_tensors
-        if ctx.reduction == "none":
-            per_row = grad.reshape(ctx.rows)
-        else:
-            per_row = (grad / ctx.total if ctx.reduction == "mean" else grad).expand(ctx.rows)
-        return (_ClassNLLGrad.apply(x, per_row, ctx.spec),) + (None,) * 7
-
-
-class _ClassNLLGrad(Function):
-    """The input gradient of ``_ClassNLL`` (a kernel); its own backward is in tensor ops (double backward)."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, per_row: Tensor, spec: tuple) -> np.ndarray:
-        target, weight, ignore_index, smoothing, from_logits, lse = spec
-        arr = _compute_array(x)
-        grad = np.empty_like(arr)
-        g = ascontiguous(per_row._array, dtype=arr.dtype)
-        family("losses", arr).class_nll_backward(arr, target, weight, lse, g, ignore_index, smoothing, from_logits,
-                                                 grad)
-        ctx.save_for_backward(x, per_row)
-        ctx.spec = spec
-        return grad.astype(x.dtype.np, copy=False)
-
-    @staticmethod
-    def backward(ctx, v: Tensor) -> tuple:
-        x, per_row = ctx.saved_tensors
-        target, weight, ignore_index, smoothing, from_logits, _ = ctx.spec
-        n, c, s = x.shape
-        valid = target != ignore_index
-        # a[n, c, s]: the weight of -log p[c] in row (n, s)'s loss (see cpu_kernels.losses).
-        a = (smoothing / c) * weight[None, :, None] * valid[:, None, :]
-        rows_n, rows_s = np.nonzero(valid)
-        picked = target[rows_n, rows_s]
-        a[rows_n, picked, rows_s] += (1.0 - smoothing) * weight[picked]
-        coeff = Tensor._make(a.astype(x.dtype.np))
-        grad_x = grad_rows = None
-        if not from_logits:
-            if ctx.needs_input_grad[1]:
-                grad_rows = -(v * coeff).sum(1)
-            return grad_x, grad_rows, None
-        total = coeff.sum(1, keepdim=True)
-        p = _log_softmax(x, 1).exp()
-        if ctx.needs_input_grad[1]:
-            grad_rows = (v * (p * total - coeff)).sum(1)
-        if ctx.needs_input_grad[0]:
-            pv = p * v
-            grad_x = (per_row.unsqueeze(1) * total) * (pv - p * pv.sum(1, keepdim=True))
-        return grad_x, grad_rows, None
-
+# ---- classification over class indices: the fused op -------------------------------------------------------------
 
 def _class_layout(input: Tensor, target: Tensor) -> tuple[int, int, int, tuple]:
     """(N, C, S, shape of the unreduced loss) for class-index targets, with torch's shape checks."""
@@ -286,32 +191,26 @@ def _class_layout(input: Tensor, target: Tensor) -> tuple[int, int, int, tuple]:
     return input.shape[0], input.shape[1], math.prod(input.shape[2:]), tuple(target.shape)
 
 
-def _class_weight(weight: Tensor | None, input: Tensor, n_classes: int, op: str) -> np.ndarray:
-    compute = np.float32 if input.dtype is dtypes.float16 else input.dtype.np
+def _check_class_weight(weight: Tensor | None, input: Tensor, n_classes: int, op: str) -> None:
     if weight is None:
-        return np.ones(n_classes, compute)
+        return
     if weight.ndim != 1 or weight.shape[0] != n_classes:
         raise RuntimeError(f"{op}weight tensor should be defined either for all {n_classes} classes or no classes "
                            f"but got weight tensor of shape: {list(weight.shape)}")
     if weight.dtype is not input.dtype:
-        raise RuntimeError(f"expected scalar type {_torch_name(input.dtype)} but found {_torch_name(weight.dtype)}")
-    return ascontiguous(weight._array, dtype=compute)
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_type_name} but found "
+                           f"{weight.dtype.scalar_type_name}")
 
 
 def _class_nll(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
                smoothing: float, from_logits: bool, op: str) -> Tensor:
-    """Class-index cross-entropy (``from_logits``) or NLL through the fused kernel."""
+    """Class-index cross-entropy (``from_logits``) or NLL through the fused op."""
     n, c, s, out_shape = _class_layout(input, target)
     if target.dtype not in (dtypes.int64, dtypes.uint8):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_torch_name(target.dtype)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.scalar_type_name}")
     _require_float(input, op)
-    w = _class_weight(weight, input, c, "")
-    t = ascontiguous(target._array, dtype=np.int64).reshape(n, s)
-    if t.size and (t.min() < 0 or t.max() >= c):
-        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-        if bad.any():
-            raise IndexError(f"Target {t[bad][0]} is out of bounds.")
-    return _ClassNLL.apply(input.reshape(n, c, s), t, w, int(ignore_index), float(smoothing), from_logits,
+    _check_class_weight(weight, input, c, "")
+    return fused.class_nll(input.reshape(n, c, s), target, weight, int(ignore_index), float(smoothing), from_logits,
                            reduction, out_shape)
 
 
@@ -330,7 +229,7 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None, i
     """Cross-entropy against class probabilities (target shaped like input); mean divides by N * d1 * ...."""
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
-                           f"{_torch_name(target.dtype)}")
+                           f"{target.dtype.scalar_type_name}")
     if input.numel():  # torch's log_softmax passes an empty tensor of any dtype through
         _require_float(input, "log_softmax_lastdim_kernel_impl")
     if ignore_index >= 0:
@@ -339,9 +238,9 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None, i
     n_classes = input.shape[class_dim]
     if smoothing > 0:
         target = target * (1 - smoothing) + smoothing / n_classes
-    terms = _log_softmax(input, class_dim) * target
+    terms = fused.log_softmax_by_logsumexp(input, class_dim) * target
     if weight is not None:
-        _class_weight(weight, input, n_classes, "cross_entropy: ")
+        _check_class_weight(weight, input, n_classes, "cross_entropy: ")
         terms = terms * weight.reshape((n_classes,) + (1,) * (input.ndim - class_dim - 1))
     return _reduce(-terms.sum(class_dim), reduction)
 
@@ -404,7 +303,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     _require_float(input, "binary_cross_entropy")
     if target.dtype is not input.dtype:
-        raise RuntimeError(f"Found dtype {_torch_name(target.dtype)} but expected {_torch_name(input.dtype)}")
+        raise RuntimeError(f"Found dtype {target.dtype.scalar_type_name} but expected {input.dtype.scalar_type_name}")
     _check_probabilities(input, "input")
     _check_probabilities(target, "target")
     loss = _BinaryCrossEntropy.apply(input, target)
@@ -471,7 +370,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     if isinstance(var, (int, float)):
         if var < 0:
             raise ValueError("var has negative entry/entries")
-        from ...tensor.creation import full_like
 
         var = full_like(input, float(var))
     elif bool((var < 0).any()):
@@ -504,8 +402,6 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     else:
         loss = input - target * (input + eps).log()
     if full:
-        from ...tensor.elementwise import where
-
         stirling = target.xlogy(target) - target + 0.5 * (2 * math.pi * target).log()
         loss = loss + where(target > 1, stirling, 0.0)
     return _reduce(loss, reduction)
@@ -527,8 +423,6 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1."""
-    from ...tensor.elementwise import where
-
     reduction = _reduction(reduction, size_average, reduce)
     below = where(target != 1, (margin - input).clamp(min=0), 0.0)
     return _reduce(below + where(target != -1, input, 0.0), reduction)
@@ -560,8 +454,6 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1."""
-    from ...tensor.elementwise import where
-
     reduction = _reduction(reduction, size_average, reduce)
     if target.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -616,7 +508,7 @@ def _margin_targets(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, np.n
                            f"{list(input.shape)}")
     x = input.reshape(1, -1) if input.ndim == 1 else input
     if target.dtype is not dtypes.int64:
-        raise RuntimeError(f"expected scalar type Long but found {_torch_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_type_name}")
     if target.ndim > 1 or target.numel() != x.shape[0]:
         raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
                            f"samples (batch size). Expected target size [{x.shape[0]}], but got "
@@ -660,7 +552,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     non-target class i, ``max(0, 1 - (x[j] - x[i])) / C`` summed per sample."""
     reduction = _reduction(reduction, size_average, reduce)
     if target.dtype is not dtypes.int64:
-        raise RuntimeError(f"expected scalar type Long but found {_torch_name(target.dtype)}")
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_type_name}")
     if target.shape != input.shape or input.ndim not in (1, 2):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -685,34 +577,6 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
 
 # ---- CTC ---------------------------------------------------------------------------------------------------------
 
-class _CTC(Function):
-    """Per-item CTC negative log-likelihood (N,) of (T, N, C) log-probabilities."""
-
-    @staticmethod
-    def forward(ctx, log_probs: Tensor, targets: np.ndarray, input_lengths: np.ndarray,
-                target_lengths: np.ndarray, blank: int, zero_infinity: bool) -> np.ndarray:
-        lp = ascontiguous(log_probs._array)
-        steps, batch, _ = lp.shape
-        log_alpha = np.empty((batch, steps, 2 * targets.shape[1] + 1), lp.dtype, like=lp)
-        nll = np.empty(batch, lp.dtype, like=lp)
-        family("losses", lp).ctc_forward(lp, targets, input_lengths, target_lengths, blank, log_alpha, nll)
-        ctx.save_for_backward(log_probs)
-        ctx.state = (targets, input_lengths, target_lengths, blank, log_alpha, nll, zero_infinity)
-        return nll
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad: Tensor) -> tuple:
-        (log_probs,) = ctx.saved_tensors
-        targets, input_lengths, target_lengths, blank, log_alpha, nll, zero_infinity = ctx.state
-        lp = ascontiguous(log_probs._array)
-        out = np.empty_like(lp)
-        g = ascontiguous(grad._array, dtype=lp.dtype)
-        family("losses", lp).ctc_backward(lp, targets, input_lengths, target_lengths, blank, log_alpha, nll, g,
-                                          zero_infinity, out)
-        return (Tensor._make(out),) + (None,) * 5
-
-
 def _lengths(value, name: str, batch: int) -> np.ndarray:
     """CTC lengths (a tensor, an int sequence or, unbatched, an int) as an int64 array of ``batch`` entries."""
     if isinstance(value, Tensor):
@@ -723,7 +587,7 @@ def _lengths(value, name: str, batch: int) -> np.ndarray:
         arr = np.asarray(value, dtype=np.int64).reshape(-1)
     if arr.size != batch:
         raise RuntimeError(f"{name} must be of size batch_size")
-    return ascontiguous(arr)
+    return np.ascontiguousarray(arr)
 
 
 def _ctc_check_range(values: np.ndarray, name: str, high: int | None) -> None:
@@ -749,7 +613,7 @@ def _ctc_targets(targets: Tensor, target_lengths: np.ndarray, batch: int, unbatc
             raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but got size "
                                f"{arr.shape[1]} {where}")
         padded = arr[:, :max(longest, 1)] if arr.shape[1] else np.zeros((batch, 1), np.int64)
-        return ascontiguous(padded)
+        return np.ascontiguousarray(padded)
     if arr.ndim != 1:
         raise RuntimeError(f"Expected 1 to 2 dimensions, but got {arr.ndim}-dimensional tensor {where}")
     total = int(target_lengths.sum())
@@ -775,7 +639,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     """
     reduction = _reduction(reduction)
     if log_probs.dtype not in (dtypes.float32, dtypes.float64):
-        raise NotImplementedError(f'"ctc_loss_cpu" not implemented for \'{_torch_name(log_probs.dtype)}\'')
+        raise NotImplementedError(f'"ctc_loss_cpu" not implemented for \'{log_probs.dtype.scalar_type_name}\'')
     unbatched = log_probs.ndim == 2
     if log_probs.ndim not in (2, 3):
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (T, C) or 3-D (T, N, C), got "
@@ -792,10 +656,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     used = np.arange(padded.shape[1])[None, :] < tgt_len[:, None]
     if ((padded < 0) | (padded >= n_classes))[used].any():
         raise RuntimeError(f"ctc_loss: target labels must be in [0, {n_classes})")
-    nll = _CTC.apply(lp, padded, in_len, tgt_len, int(blank), bool(zero_infinity))
+    nll = fused.ctc(lp, padded, in_len, tgt_len, int(blank), bool(zero_infinity))
     if zero_infinity:
-        from ...tensor.elementwise import where
-
         nll = where(nll == math.inf, 0.0, nll)
     if reduction == "mean":
         divisor = Tensor._make(place(np.maximum(tgt_len, 1).astype(lp.dtype.np), lp.device))

@@ -1,12 +1,8 @@
 """Normalization functions: batch, layer, group, instance, RMS and local response norm, ``normalize``.
 
-Layer and group norm run on the fused "rows" kernels, batch and instance norm
-on the "channels" kernels of ``ember.cpu_kernels.normalization`` (one pass for
-the statistics, one for the output). Their first-order backward is a fused
-kernel too; when a graph of the gradient is wanted (``create_graph=True``,
-i.e. grad mode is on inside backward) the same gradient is computed in
-differentiable tensor ops instead, so double backward works. Eval-mode batch
-norm, RMS norm, local response norm and ``normalize`` are short tensor-op
+Layer, group and training-mode batch and instance norm are the fused ops of
+``ember.tensor.fused.normalization`` (differentiable to any order). Eval-mode
+batch norm, RMS norm, local response norm and ``normalize`` are short tensor-op
 compositions that autograd differentiates directly. float16 is computed in float32.
 """
 from __future__ import annotations
@@ -16,35 +12,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...autograd.function import Function
-from ...autograd.grad_mode import is_grad_enabled, no_grad
+from ...autograd.grad_mode import no_grad
 from ...tensor import dtypes
-from ...tensor._dispatch import ascontiguous, compute_dtype, family
+from ...tensor.fused import normalization as fused
 from ...tensor.tensor import Tensor
+from ...tensor.joins import cat
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
            "normalize"]
-
-
-# ------------------------------------------------------------------ array plumbing
-def _flat(t: Tensor, cdt: dtypes.dtype) -> np.ndarray:
-    """``t``'s data as a flat C-contiguous array in the compute dtype (no copy when it already is one)."""
-    return ascontiguous(t._array, dtype=cdt.np).reshape(-1)
-
-
-def _flat_or_empty(t: Tensor | None, cdt: dtypes.dtype) -> np.ndarray:
-    """A parameter's flat array, or an empty one (the kernels' "absent")."""
-    return _flat(t, cdt) if t is not None else np.empty(0, cdt.np)
-
-
-def _result(y: np.ndarray, like: Tensor) -> Tensor:
-    return Tensor._make(y.reshape(like.shape).astype(like.dtype.np, copy=False))
-
-
-def _param_grad(g: np.ndarray, param: Tensor | None, needed: bool) -> Tensor | None:
-    if param is None or not needed:
-        return None
-    return Tensor._make(g.reshape(param.shape).astype(param.dtype.np))
 
 
 def _check_dtypes(input: Tensor, *others: Tensor | None) -> None:
@@ -57,77 +32,7 @@ def _check_dtypes(input: Tensor, *others: Tensor | None) -> None:
             raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
-# ------------------------------------------------------------------ differentiable gradient (create_graph path)
-def _composite_grads(x4: Tensor, w4: Tensor | None, gy4: Tensor, dims: tuple[int, int], eps: float
-                     ) -> tuple[Tensor, Tensor, Tensor]:
-    """(dx, dweight, dbias) of normalize-over-``dims``-then-affine, in tensor ops so they can be differentiated.
-
-    ``x4`` is a 4-d view (A, G, K, S) whose dims (1, 2) are the channel; weight/bias grads sum over (0, 3).
-    """
-    cdt = compute_dtype(x4.dtype)
-    x4, gy4 = x4.to(cdt), gy4.to(cdt)
-    mean = x4.mean(dims, keepdim=True)
-    centred = x4 - mean
-    rstd = ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
-    xhat = centred * rstd
-    g = gy4 * w4.to(cdt) if w4 is not None else gy4
-    dx = rstd * (g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True))
-    return dx, (gy4 * xhat).sum((0, 3)), gy4.sum((0, 3))
-
-
-def _grads_as_tensors(x: Tensor, weight: Tensor | None, bias: Tensor | None, needs: tuple, grads: tuple) -> tuple:
-    dx, dw, db = grads
-    return (dx.reshape(x.shape).to(x.dtype) if needs[0] else None,
-            dw.reshape(weight.shape).to(weight.dtype) if weight is not None and needs[1] else None,
-            db.reshape(bias.shape).to(bias.dtype) if bias is not None and needs[2] else None)
-
-
 # ------------------------------------------------------------------ rows: layer norm, group norm
-class _RowsNorm(Function):
-    """Normalize rows of ``K * S`` elements; the affine channel of run ``k`` of row ``r`` is ``(r % G) * K + k``."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, groups, k, s, eps):
-        cdt = compute_dtype(x.dtype)
-        xa = _flat(x, cdt)
-        rows = xa.size // (k * s) if xa.size else 0
-        mean, rstd, y = np.empty(rows, like=xa), np.empty(rows, like=xa), np.empty_like(xa)
-        if xa.size:
-            family("normalization", xa).rows_norm_forward(xa, _flat_or_empty(weight, cdt), _flat_or_empty(bias, cdt),
-                                                          groups, k, s, eps, y, mean, rstd)
-        if ctx.needs_input_grad:
-            ctx.save_for_backward(x, weight, bias)
-            ctx.arrays, ctx.geometry, ctx.eps = (xa, mean, rstd), (groups, k, s), eps
-        return _result(y, x)
-
-    @staticmethod
-    def backward(ctx, gy):
-        x, weight, bias = ctx.saved_tensors
-        groups, k, s = ctx.geometry
-        needs = ctx.needs_input_grad
-        if is_grad_enabled() and x.numel():
-            view = (-1, groups, k, s)
-            w4 = weight.reshape(1, groups, k, 1) if weight is not None else None
-            grads = _composite_grads(x.reshape(view), w4, gy.reshape(view), (2, 3), ctx.eps)
-            return _grads_as_tensors(x, weight, bias, needs, grads) + (None,) * 4
-        xa, mean, rstd = ctx.arrays
-        kernels = family("normalization", xa)
-        cdt = compute_dtype(x.dtype)
-        dya = _flat(gy, cdt)
-        dx = None
-        if needs[0]:
-            dxa = np.empty_like(xa)
-            if xa.size:
-                kernels.rows_norm_backward(dya, xa, mean, rstd, _flat_or_empty(weight, cdt), groups, k, s, dxa)
-            dx = _result(dxa, x)
-        dw = db = None
-        if (weight is not None and needs[1]) or (bias is not None and needs[2]):
-            dw, db = np.zeros(groups * k, like=xa), np.zeros(groups * k, like=xa)
-            if xa.size:
-                kernels.rows_norm_affine_grads(dya, xa, mean, rstd, groups, k, s, dw, db)
-        return dx, _param_grad(dw, weight, needs[1]), _param_grad(db, bias, needs[2]), None, None, None, None
-
-
 def _normalized_shape(normalized_shape: Any) -> tuple[int, ...]:
     if isinstance(normalized_shape, (int, np.integer)):
         raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
@@ -154,7 +59,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     shape = _normalized_shape(normalized_shape)
     _check_normalized(input, shape, ", ", weight=weight, bias=bias)
     _check_dtypes(input, weight, bias)
-    return _RowsNorm.apply(input, weight, bias, 1, math.prod(shape), 1, float(eps))
+    return fused.rows_norm(input, weight, bias, 1, math.prod(shape), 1, float(eps))
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -174,93 +79,14 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
                                f"but got {name} of shape {list(p.shape)} and input of shape {list(input.shape)}")
     _check_dtypes(input, weight, bias)
     spatial = math.prod(input.shape[2:])
-    return _RowsNorm.apply(input, weight, bias, int(num_groups), channels // num_groups, spatial, float(eps))
+    return fused.rows_norm(input, weight, bias, int(num_groups), channels // num_groups, spatial, float(eps))
 
 
 # ------------------------------------------------------------------ channels: batch norm, instance norm
-def _channel_geometry(x: Tensor) -> tuple[int, int, int]:
-    return x.shape[0], x.shape[1], math.prod(x.shape[2:])
-
-
-class _ChannelNorm(Function):
-    """Batch norm with the batch's statistics (computed by the caller: ``stats = (x_flat, mean, var)``)."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, stats, eps):
-        xa, mean, var = stats
-        a, c, s = _channel_geometry(x)
-        rstd = 1.0 / np.sqrt(var + eps)
-        scale = rstd * weight._array.astype(np.float64).reshape(-1) if weight is not None else rstd
-        shift = -mean * scale
-        if bias is not None:
-            shift += bias._array.astype(np.float64).reshape(-1)
-        y = np.empty_like(xa)
-        family("normalization", xa).channel_fma(xa, xa, scale, np.zeros(c, like=xa), shift, c, s, y)
-        if ctx.needs_input_grad:
-            ctx.save_for_backward(x, weight, bias)
-            ctx.arrays, ctx.eps = (xa, mean, rstd), eps
-        return _result(y, x)
-
-    @staticmethod
-    def backward(ctx, gy):
-        x, weight, bias = ctx.saved_tensors
-        needs = ctx.needs_input_grad
-        a, c, s = _channel_geometry(x)
-        if is_grad_enabled():
-            w4 = weight.reshape(1, 1, c, 1) if weight is not None else None
-            grads = _composite_grads(x.reshape(a, 1, c, s), w4, gy.reshape(a, 1, c, s), (0, 3), ctx.eps)
-            return _grads_as_tensors(x, weight, bias, needs, grads) + (None, None)
-        xa, mean, rstd = ctx.arrays
-        kernels = family("normalization", xa)
-        dya = _flat(gy, compute_dtype(x.dtype))
-        sum_dy, sum_dy_xmu = np.zeros(c, like=xa), np.zeros(c, like=xa)
-        if xa.size:
-            kernels.channel_grad_sums(dya, xa, mean, a, c, s, sum_dy, sum_dy_xmu)
-        dx = None
-        if needs[0]:
-            n = max(a * s, 1)  # an empty batch has an empty gradient
-            wr = rstd * weight._array.astype(np.float64).reshape(-1) if weight is not None else rstd
-            q = -wr * rstd * rstd * sum_dy_xmu / n
-            dxa = np.empty_like(xa)
-            kernels.channel_fma(dya, xa, wr, q, -wr * sum_dy / n - mean * q, c, s, dxa)
-            dx = _result(dxa, x)
-        return dx, _param_grad(sum_dy_xmu * rstd, weight, needs[1]), _param_grad(sum_dy, bias, needs[2]), None, None
-
-
-def _batch_stats(x: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x as a flat compute-dtype array, per-channel mean, biased variance) in one pass."""
-    a, c, s = _channel_geometry(x)
-    xa = _flat(x, compute_dtype(x.dtype))
-    mean, var = np.zeros(c, like=xa), np.zeros(c, like=xa)
-    if xa.size:
-        family("normalization", xa).channel_moments(xa, a, c, s, mean, var)
-    return xa, mean, var
-
-
-def _update_running(running: Tensor | None, batch_value: np.ndarray, momentum: float) -> None:
-    """``running = momentum * batch + (1 - momentum) * running``, written straight into the buffer (no graph, and,
-    as in torch, no overlap check: an expanded buffer is updated too)."""
-    if running is None:
-        return
-    buffer = running._array
-    if any(stride == 0 and n > 1 for stride, n in zip(buffer.strides, buffer.shape)):
-        _update_overlapping(buffer, batch_value, momentum)
-    else:
-        new = momentum * batch_value + (1.0 - momentum) * buffer.astype(np.float64).reshape(-1)
-        np.copyto(buffer, new.reshape(buffer.shape), casting="unsafe")
-    running._version.value += 1
-
-
-def _update_overlapping(buffer: np.ndarray, batch_value: np.ndarray, momentum: float) -> None:
-    """Channel by channel, each reading what the previous one wrote (torch's serial loop over a shared element)."""
-    for channel, index in enumerate(np.ndindex(*buffer.shape)):
-        buffer[index] = momentum * float(batch_value[channel]) + (1.0 - momentum) * float(buffer[index])
-
-
 def _affine_eval(input: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor | None,
                  bias: Tensor | None, eps: float) -> Tensor:
     """Batch norm with fixed statistics: a per-channel ``x * scale + shift`` in tensor ops."""
-    cdt = compute_dtype(input.dtype)
+    cdt = input.dtype.compute
     view = (1, -1) + (1,) * (input.ndim - 2)
     scale = (running_var.to(cdt) + eps).rsqrt()
     if weight is not None:
@@ -293,13 +119,7 @@ def _batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None, runni
         return _affine_eval(input, running_mean, running_var, weight, bias, eps)
     if (running_mean is None) != (running_var is None):
         raise ValueError("running_mean and running_var must either both be None or neither be None")
-    stats = _batch_stats(input)
-    a, _, s = _channel_geometry(input)
-    n = a * s
-    if n > 0:
-        _update_running(running_mean, stats[1], momentum)
-        _update_running(running_var, stats[2] * n / (n - 1) if n > 1 else np.full_like(stats[2], np.nan), momentum)
-    return _ChannelNorm.apply(input, weight, bias, stats, float(eps))
+    return fused.batch_norm(input, weight, bias, running_mean, running_var, momentum, float(eps))
 
 
 def _verify_more_than_one(size: Any, count: int, what: str) -> None:
@@ -356,7 +176,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last dims; ``eps=None`` is the compute dtype's epsilon."""
     shape = _normalized_shape(normalized_shape)
     _check_normalized(input, shape, "", weight=weight)
-    cdt = compute_dtype(input.dtype)
+    cdt = input.dtype.compute
     if eps is None:
         eps = float(np.finfo(cdt.np).eps)
     x = input.to(cdt)
@@ -370,8 +190,6 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
                         ) -> Tensor:
     """Divide by ``(k + alpha * mean of x^2 over a window of `size` neighbouring channels) ** beta``."""
-    from ...tensor.joins import cat
-
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
     if input.numel() == 0:

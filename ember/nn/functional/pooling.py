@@ -1,11 +1,9 @@
 """Max, average, adaptive, Lp pooling and max-unpooling (1-, 2- and 3-d).
 
-All flavours become per-dim windows (``Windows``) that two fused kernels
-(max, average) and their adjoints consume, so ceil mode, padding, dilation
-and adaptive sizes are handled once, in Python, when the windows are built.
-Max pooling saves the arg-max positions; its backward scatters the gradient
-there and that scatter's own backward gathers, so double backward works.
-Average pooling and its backward are each other's adjoint.
+All flavours become per-dim windows (``Windows``) that two fused ops (max,
+average: ``ember.tensor.fused.pooling``) consume, so ceil mode, padding,
+dilation and adaptive sizes are handled once, in Python, when the windows are
+built here.
 """
 from __future__ import annotations
 
@@ -16,11 +14,10 @@ from typing import Any
 import numpy as np
 
 from ..._determinism import alert_not_deterministic
-from ...autograd.function import Function
 from ...tensor import dtypes
+from ...tensor.fused import pooling as fused
+from ...tensor.fused.pooling import Windows, lead_dims, plane_sizes
 from ...tensor.tensor import Tensor
-from .conv import kernel_dtype
-from ...tensor._dispatch import ascontiguous, family
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
@@ -34,28 +31,6 @@ _WORDS = {1: "one", 2: "two", 3: "three"}
 
 
 # ------------------------------------------------------------------------------------------------------ windows
-class Windows:
-    """Per-dim pooling windows widened to 3 dims: first index, length, step and divisor of every output."""
-
-    __slots__ = ("starts", "counts", "steps", "divisors", "override", "in_size", "out_size")
-
-    def __init__(self, dims: list[tuple[list[int], list[int], int, list[int]]], in_size: tuple[int, ...],
-                 override: int = 0) -> None:
-        dims = [([0], [1], 1, [1])] * (3 - len(dims)) + list(dims)
-        width = max(1, max(len(d[0]) for d in dims))
-        self.starts = np.zeros((3, width), np.int64)
-        self.counts = np.zeros((3, width), np.int64)
-        self.divisors = np.ones((3, width), np.float64)
-        for i, (starts, counts, _, divisors) in enumerate(dims):
-            self.starts[i, :len(starts)] = starts
-            self.counts[i, :len(counts)] = counts
-            self.divisors[i, :len(divisors)] = divisors
-        self.steps = np.array([d[2] for d in dims], np.int64)
-        self.override = override
-        self.in_size = (1,) * (3 - len(in_size)) + tuple(in_size)
-        self.out_size = tuple(len(d[0]) for d in dims)
-
-
 def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
     """torch's pooling output length; in ceil mode the last window must start inside the input or left padding."""
     span = size + 2 * pad - dilation * (kernel - 1) - 1
@@ -109,117 +84,6 @@ def _sliding_windows(kind: str, in_size: tuple, kernel: tuple, stride: tuple, pa
 @functools.lru_cache(maxsize=256)
 def _adaptive_windows(in_size: tuple, out_size: tuple) -> Windows:
     return Windows([_adaptive_dim(n, o) for n, o in zip(in_size, out_size)], in_size)
-
-
-# ------------------------------------------------------------------------------------------------ array helpers
-def _planes(arr: np.ndarray, lead: tuple, size3: tuple) -> np.ndarray:
-    """The array as contiguous (planes, D, H, W) in a dtype the kernels take."""
-    dt = kernel_dtype(arr.dtype)
-    return ascontiguous(arr, dtype=dt).reshape((math.prod(lead),) + size3)
-
-
-def _restore(arr: np.ndarray, shape: tuple, dt: np.dtype) -> np.ndarray:
-    """Back to the caller's shape and dtype (integer results truncate, as torch's integer pooling does)."""
-    out = arr.reshape(shape)
-    if out.dtype == dt:
-        return out
-    return np.trunc(out).astype(dt) if dt.kind in "iub" else out.astype(dt)
-
-
-def _lead(shape: tuple, nd: int) -> tuple:
-    """The dims in front of the ``nd`` pooled ones (batch and channels)."""
-    return tuple(shape[:len(shape) - nd])
-
-
-def _rows(shape: tuple, nd: int) -> tuple[int, int]:
-    """(planes, elements per plane) of a shape whose last ``nd`` dims are pooled."""
-    return math.prod(_lead(shape, nd)), math.prod(shape[len(shape) - nd:])
-
-
-def _pool_buffers(x: Tensor, win: Windows, nd: int) -> tuple[tuple, np.ndarray, np.ndarray]:
-    """The lead dims of ``x``, ``x`` as kernel-ready (P, D, H, W) planes, and the empty (P, oD, oH, oW) output."""
-    lead = _lead(x.shape, nd)
-    planes = _planes(x._array, lead, win.in_size)
-    return lead, planes, np.empty(planes.shape[:1] + win.out_size, planes.dtype, like=planes)
-
-
-# ------------------------------------------------------------------------------------------- differentiable ops
-class _MaxPool(Function):
-    """Window maxima and their flat per-plane input positions (torch's ``indices``)."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, win: Windows, nd: int):
-        lead, planes, out = _pool_buffers(x, win, nd)
-        indices = np.empty(out.shape, np.int64, like=out)
-        family("pooling", out).max_pool(planes, out, indices, win.starts, win.counts, win.steps)
-        shape = lead + win.out_size[3 - nd:]
-        idx = Tensor._make(indices.reshape(shape))
-        ctx.mark_non_differentiable(idx)
-        if ctx.needs_input_grad:
-            ctx.indices, ctx.in_shape, ctx.nd = idx, tuple(x.shape), nd
-        return _restore(out, shape, x._array.dtype), idx
-
-    @staticmethod
-    def backward(ctx, g: Tensor, _indices_grad: Any):
-        return _MaxPoolBackward.apply(g, ctx.indices, ctx.in_shape, ctx.nd), None, None
-
-
-class _MaxPoolBackward(Function):
-    """Adds every output gradient at its arg-max position (a scatter); its own backward is a gather."""
-
-    @staticmethod
-    def forward(ctx, g: Tensor, indices: Tensor, in_shape: tuple, nd: int):
-        planes, size = _rows(in_shape, nd)
-        dt = kernel_dtype(g._array.dtype)
-        grad = ascontiguous(g._array, dtype=dt).reshape(_rows(g.shape, nd))
-        out = np.empty((planes, size), dt, like=grad)
-        family("pooling", grad).max_pool_backward(grad, ascontiguous(indices._array).reshape(grad.shape), out)
-        ctx.indices, ctx.nd = indices, nd
-        return _restore(out, in_shape, g._array.dtype)
-
-    @staticmethod
-    def backward(ctx, gg: Tensor):
-        return _gather_planes(gg, ctx.indices, ctx.nd), None, None, None
-
-
-def _gather_planes(values: Tensor, indices: Tensor, nd: int) -> Tensor:
-    """``values`` read at per-plane flat positions ``indices`` (planes are the dims before the last ``nd``)."""
-    rows = values.reshape(_rows(values.shape, nd))
-    return rows.gather(1, indices.reshape(_rows(indices.shape, nd))).reshape(indices.shape)
-
-
-class _AvgPool(Function):
-    """Window means (sums over the divisor the windows carry)."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, win: Windows, nd: int):
-        lead, planes, out = _pool_buffers(x, win, nd)
-        family("pooling", planes).avg_pool(planes, out, win.starts, win.counts, win.divisors, win.override)
-        if ctx.needs_input_grad:
-            ctx.win, ctx.in_shape, ctx.nd = win, tuple(x.shape), nd
-        return _restore(out, lead + win.out_size[3 - nd:], x._array.dtype)
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return _AvgPoolBackward.apply(g, ctx.win, ctx.in_shape, ctx.nd), None, None
-
-
-class _AvgPoolBackward(Function):
-    """The adjoint of ``_AvgPool`` (each output's share spread over its window); its backward is ``_AvgPool``."""
-
-    @staticmethod
-    def forward(ctx, g: Tensor, win: Windows, in_shape: tuple, nd: int):
-        lead = _lead(in_shape, nd)
-        grad = _planes(g._array, lead, win.out_size)
-        out = np.empty(grad.shape[:1] + win.in_size, grad.dtype, like=grad)
-        family("pooling", grad).avg_pool_backward(grad, out, win.starts, win.counts, win.divisors, win.override)
-        if ctx.needs_input_grad:
-            ctx.win, ctx.nd = win, nd
-        return _restore(out, in_shape, g._array.dtype)
-
-    @staticmethod
-    def backward(ctx, gg: Tensor):
-        return _AvgPool.apply(gg, ctx.win, ctx.nd), None, None, None
 
 
 # ---------------------------------------------------------------------------------------------------- validation
@@ -312,17 +176,15 @@ def _adaptive(op: str, x: Any, nd: int, output_size: Any) -> Windows:
     if not is_mean:
         _check_adaptive_nonempty(op, x, nd)
     if not x.dtype.is_floating_point:
-        from ...tensor.elementwise import _dtype_name
-
         if is_mean:
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
-                               f"or complex dtype. Got: {_dtype_name(x.dtype)}")
-        raise NotImplementedError(f"\"{op}\" not implemented for '{_dtype_name(x.dtype)}'")
+                               f"or complex dtype. Got: {x.dtype.scalar_type_name}")
+        raise NotImplementedError(f"\"{op}\" not implemented for '{x.dtype.scalar_type_name}'")
     return _adaptive_windows(spatial, sizes)
 
 
 def _max_result(x: Tensor, win: Windows, nd: int, return_indices: bool) -> Any:
-    out, indices = _MaxPool.apply(x, win, nd)
+    out, indices = fused.max_pool(x, win, nd)
     return (out, indices) if return_indices else out
 
 
@@ -373,7 +235,7 @@ def _avg_pool(nd: int, input: Tensor, kernel_size: Any, stride: Any, padding: An
               count_include_pad: bool, divisor_override: Any) -> Tensor:
     win = _sliding("avg", f"avg_pool{nd}d", input, nd, kernel_size, stride, padding, 1, ceil_mode,
                    count_include_pad, divisor_override)
-    return _AvgPool.apply(input, win, nd)
+    return fused.avg_pool(input, win, nd)
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
@@ -399,7 +261,7 @@ def _adaptive_avg(nd: int, input: Tensor, output_size: Any) -> Tensor:
     win = _adaptive(f"adaptive_avg_pool{nd}d", input, nd, output_size)
     if win.out_size == (1, 1, 1):
         return input.mean(tuple(range(-nd, 0)), keepdim=True)
-    return _AvgPool.apply(input, win, nd)
+    return fused.avg_pool(input, win, nd)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
@@ -473,14 +335,14 @@ def _max_unpool(nd: int, input: Tensor, indices: Tensor, kernel_size: Any, strid
             if not d - s < n < d + s:
                 raise ValueError(f"invalid output_size \"{list(size)}\" (dim {size.index(n)} must be between "
                                  f"{d - s} and {d + s})")
-    planes, count = _rows(tuple(input.shape), nd)
+    planes, count = plane_sizes(tuple(input.shape), nd)
     total = math.prod(size)
     flat = indices._array.reshape(planes, count) if planes else indices._array.reshape(0, count)
     if flat.size and (flat.min() < 0 or flat.max() >= total):
         bad = int(flat.max() if flat.max() >= total else flat.min())
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size {'x'.join(map(str, size))})")
     out = input.new_zeros((planes, total)).scatter(1, indices.reshape(planes, count), input.reshape(planes, count))
-    return out.reshape(_lead(tuple(input.shape), nd) + size)
+    return out.reshape(lead_dims(tuple(input.shape), nd) + size)
 
 
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,

@@ -4,7 +4,7 @@ An embedding is a row gather (NumPy fancy indexing); its weight gradient is a
 scatter-add of the output gradient's rows, written with ember's ``index_add``
 so it is itself differentiable. Bags gather the rows they use, then sum them
 per bag with ``index_add`` (mean divides by the bag sizes; max picks rows with
-the ``bag_argmax`` kernel and ``gather``). Only dense gradients
+``ember.tensor.fused.embedding.bag_argmax`` and ``gather``). Only dense gradients
 (``sparse=False``) are supported.
 """
 from __future__ import annotations
@@ -15,9 +15,10 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
-from ...tensor._dispatch import as_array, compute_dtype, family
 from ...tensor.device import CPU, place
+from ...tensor.fused.embedding import bag_argmax
 from ...tensor.tensor import Tensor
+from ...tensor.creation import zeros
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -84,8 +85,6 @@ class _Embedding(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ...tensor.creation import zeros
-
         (num, dim), dtype = ctx.weight_meta
         flat = ctx.idx.reshape(-1)
         rows = g.reshape(-1, dim)
@@ -163,8 +162,6 @@ def _embedding_bag(weight: Tensor, input: Tensor, offsets: np.ndarray, scale_gra
                    per_sample_weights: Tensor | None, include_last_offset: bool, padding_idx: int
                    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Bags over a 1-D ``input``: (output, bag of each position, bag sizes, max mode's chosen rows)."""
-    from ...tensor.creation import zeros
-
     num, dim = weight.shape
     dev = weight.device
 
@@ -179,10 +176,7 @@ def _embedding_bag(weight: Tensor, input: Tensor, offsets: np.ndarray, scale_gra
     rows = _Embedding.apply(weight, kept_idx, -1, scale_grad_by_freq)
     max_rows = np.zeros((n_bags, dim) if mode == 2 else (n_bags,), np.int64)
     if mode == 2:
-        arg = np.full((n_bags, dim), -1, np.int64, like=rows._array)
-        values = as_array(rows, compute_dtype(rows.dtype))  # float16 compared widened (exact), as every kernel
-        family("embedding", rows).bag_argmax(values, place(kept_bag, dev), arg)
-        arg = place(arg, CPU)
+        arg = bag_argmax(rows, kept_bag, n_bags)
         empty = arg < 0
         if kept_idx.size:
             out = rows.gather(0, on_device(np.where(empty, 0, arg)))

@@ -25,7 +25,6 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...tensor.tensor import Tensor
-from ...tensor._dispatch import ascontiguous, compute_dtype
 from ...tensor.device import place
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
@@ -45,7 +44,7 @@ def _ints(op: str, value: Any, arg: str) -> tuple[int, ...]:
 
 
 def _index(idx: np.ndarray) -> Tensor:
-    return Tensor._make(ascontiguous(idx, dtype=np.int64))
+    return Tensor._make(np.ascontiguousarray(idx, dtype=np.int64))
 
 
 def _select_along(x: Tensor, dim: int, idx: np.ndarray) -> Tensor:
@@ -55,7 +54,7 @@ def _select_along(x: Tensor, dim: int, idx: np.ndarray) -> Tensor:
 
 def _matrix_along(x: Tensor, dim: int, matrix: np.ndarray) -> Tensor:
     """Apply the (out x in) ``matrix`` along ``dim`` of ``x`` (gradient: the transposed matrix)."""
-    m = Tensor._make(place(ascontiguous(matrix.T, dtype=x.dtype.np), x.device))
+    m = Tensor._make(place(np.ascontiguousarray(matrix.T, dtype=x.dtype.np), x.device))
     return (x.movedim(dim, -1) @ m).movedim(-1, dim)
 
 
@@ -78,6 +77,11 @@ class ConstantPad(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         return ConstantPad.apply(g, tuple((-lo, -hi) for lo, hi in ctx.amounts), 0), None, None
+
+    @classmethod
+    def jvp_rule(cls, args: tuple, outputs: tuple, tangents: tuple) -> Tensor:
+        """Forward mode: padding with a constant is affine, so the tangent is padded with zeros."""
+        return cls.apply(tangents[0], args[1], 0)
 
 
 def _per_dim(input: Tensor, pad: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -241,7 +245,7 @@ def _linear_along(x: Tensor, dim: int, n_out: int, scale: float | None, align_co
     """Linear interpolation along ``dim`` from each output's two neighbours only, as torch computes it: a NaN or inf
     elsewhere in the row must not reach the output (and a dim that keeps its size weighs each value with itself)."""
     n_in = x.shape[dim]
-    src = _source_coords(n_in, n_out, scale, align_corners, cubic=False, dtype=compute_dtype(x.dtype).np.type)
+    src = _source_coords(n_in, n_out, scale, align_corners, cubic=False, dtype=x.dtype.compute.np.type)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
     i1 = i0 if n_in == n_out and scale in (None, 1.0) else np.minimum(i0 + 1, n_in - 1)
     shape = [1] * x.ndim
@@ -480,7 +484,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     axes = [_base_coords(n, align_corners, theta.dtype.np) for n in reversed(spatial)]  # x, y, (z)
     mesh = np.meshgrid(*reversed(axes), indexing="ij")  # per (D,) H, W
     columns = [mesh[k - 1 - j] for j in range(k)] + [np.ones(spatial, dtype=theta.dtype.np)]
-    base = Tensor._make(place(ascontiguous(np.stack(columns, -1).reshape(-1, k + 1)), theta.device))
+    base = Tensor._make(place(np.ascontiguousarray(np.stack(columns, -1).reshape(-1, k + 1)), theta.device))
     grid = base @ theta.transpose(1, 2)  # (N, P, k)
     return grid.reshape(size[0], *spatial, k)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...tensor.tensor import Tensor
-from .. import functional as F
+from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
+from ...tensor.creation import empty
 
 __all__ = [
     "ReLU", "ReLU6", "Hardtanh", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Hardswish",
@@ -263,8 +264,6 @@ class PReLU(Module):
     """Leaky ReLU with a learned slope: one shared or one per channel (dim 1)."""
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
-        from ...tensor.creation import empty
-
         self.num_parameters = num_parameters
         super().__init__()
         self.init = init
@@ -272,8 +271,6 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        from .. import init
-
         init.constant_(self.weight, self.init)
 
     def forward(self, input: Tensor) -> Tensor:

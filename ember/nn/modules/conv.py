@@ -5,7 +5,7 @@ import collections.abc
 import math
 from typing import Any, Callable
 
-from ... import empty
+from ...tensor.creation import empty
 from ...tensor.tensor import Tensor
 from .. import init
 from ..functional.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d

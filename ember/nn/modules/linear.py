@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import empty
 from ...autograd.grad_mode import no_grad
+from ...tensor.creation import empty
 from ...tensor.tensor import Tensor
 from .. import init
 from ..functional.linear import bilinear, linear

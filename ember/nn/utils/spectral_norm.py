@@ -20,6 +20,7 @@ from ...tensor.tensor import Tensor
 from ..modules.module import Module
 from ..parameter import Parameter
 from .weight_norm import _refuse_second_hook, _refuse_uninitialized, _remove_legacy_hook
+from ..modules import conv
 
 
 def reshape_to_matrix(weight: Tensor, dim: int) -> Tensor:
@@ -112,8 +113,6 @@ class SpectralNorm:
 
 
 def _default_dim(module: Module) -> int:
-    from ..modules import conv
-
     transposed = tuple(getattr(conv, n) for n in ("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
                        if hasattr(conv, n))
     return 1 if transposed and isinstance(module, transposed) else 0

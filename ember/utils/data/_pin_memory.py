@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...tensor.tensor import Tensor
+from ...cuda import is_available
 
 
 def pinning_enabled(requested: bool) -> bool:
     """Whether to pin: asked for and a CUDA device is usable (torch warns and carries on without one)."""
     if not requested:
         return False
-    from ... import cuda
 
-    if cuda.is_available():
+    if is_available():
         return True
     warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned memory "
                   "won't be used.", UserWarning, stacklevel=3)

@@ -1,0 +1,19 @@
+"""``torch.special``: the special functions ember has, under torch.special's names.
+
+The elementwise ones are their ops' declarations' ``special`` names (``ember.opcodes``; made in
+``ember.tensor.elementwise_functions``): ``entr``, ``erfcx``, ``xlog1py`` and the other names of ember's own ops
+(``expit`` is ``sigmoid``, ``gammaln`` is ``lgamma``). The rest are ember's functions of the same meaning.
+"""
+from __future__ import annotations
+
+from .nn.functional.activation import _log_softmax_function as log_softmax, _softmax_function as softmax
+from .tensor.composite import logit, sinc
+from .tensor.elementwise import round  # noqa: A004 - torch's name
+from .tensor.elementwise_functions import SPECIAL as _SPECIAL
+from .tensor.reduce import logsumexp
+from .tensor.special_math import i0, igamma as gammainc, igammac as gammaincc, mvlgamma as multigammaln, polygamma
+
+globals().update(_SPECIAL)
+
+__all__ = sorted([*_SPECIAL, "gammainc", "gammaincc", "i0", "log_softmax", "logit", "logsumexp", "multigammaln",
+                  "polygamma", "round", "sinc", "softmax"])

@@ -1,0 +1,170 @@
+"""The import rules of docs/architecture.md, checked on the source: imports only point down the layers.
+
+Every ``import`` of ember's code is read from the syntax tree, including imports written inside functions, so a
+lazy import cannot hide an upward dependency. (Importing a module would not do: importing ``ember.kernels.cpu``
+runs ``ember/__init__.py`` first, which loads every layer.)
+"""
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+import ember
+
+ROOT = Path(ember.__file__).resolve().parent
+
+# Modules that import nothing of ember: the kernels may use them.
+LEAVES = ("ember.opcodes", "ember._determinism", "ember._cuda_context", "ember._matmul_precision", "ember._runtime",
+          "ember._user_warnings", "ember.return_types", "ember._grad_state")
+
+# What each layer must never import (a prefix matches the module and everything under it).
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "ember.kernels": ("ember.tensor", "ember.autograd", "ember.nn", "ember.optim", "ember.utils", "ember.linalg",
+                      "ember.cuda", "ember.serialization", "ember.profiler", "ember._settings"),
+    "ember.autograd": ("ember.nn", "ember.optim", "ember.utils", "ember.kernels"),
+    "ember.nn": ("ember.kernels", "ember.optim", "ember.utils"),
+    "ember.optim": ("ember.kernels",),
+    "ember.utils": ("ember.kernels",),
+    "ember.serialization": ("ember.kernels",),
+    "ember.profiler": ("ember.kernels", "ember.nn"),
+}
+# Backend selection (ember.tensor._dispatch.backend) is called by the tensor layer only.
+SELECTORS = {"backend"}
+# Outside the kernels, only backend selection and the torch.cuda facade import a backend package.
+BACKEND_IMPORTERS = ("ember.tensor._dispatch", "ember.cuda")
+SELECTION_FREE = ("ember.nn", "ember.optim", "ember.utils", "ember.autograd", "ember.serialization",
+                  "ember.profiler")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@lru_cache(maxsize=None)
+def _imports() -> dict[str, list[tuple[str, tuple[str, ...], int]]]:
+    """module -> [(imported module, names taken from it, line)] for every ember import in its source."""
+    found: dict[str, list[tuple[str, tuple[str, ...], int]]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        module = _module_name(path)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        rows = found.setdefault(module, [])
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target == "ember" or target.startswith("ember."):
+                    rows.append((target, tuple(a.name for a in node.names), node.lineno))
+            elif isinstance(node, ast.Import):
+                rows.extend((a.name, (), node.lineno) for a in node.names if a.name.split(".")[0] == "ember")
+    return found
+
+
+def _targets(target: str, names: tuple[str, ...]) -> list[str]:
+    """The modules an import statement loads: ``from pkg import sub`` names the submodule ``pkg.sub``."""
+    subs = [f"{target}.{n}" for n in names if (ROOT.parent / f"{target}.{n}".replace(".", "/")).exists()
+            or (ROOT.parent / (f"{target}.{n}".replace(".", "/") + ".py")).exists()]
+    return subs or [target]
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_every_module_is_read():
+    assert "ember.tensor.tensor" in _imports() and "ember.kernels.cpu.elementwise" in _imports()
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_imports_point_down(layer):
+    broken = [f"{module}:{line} imports {target}"
+              for module, rows in _imports().items() if _within(module, layer)
+              for target, names, line in rows for loaded in _targets(target, names)
+              if any(_within(loaded, banned) for banned in FORBIDDEN[layer])]
+    assert broken == []
+
+
+@pytest.mark.parametrize("leaf", LEAVES)
+def test_leaf_modules_import_nothing_of_ember(leaf):
+    assert _imports()[leaf] == []
+
+
+def test_kernels_import_only_kernels_and_leaves():
+    broken = [f"{module}:{line} imports {loaded}"
+              for module, rows in _imports().items() if _within(module, "ember.kernels")
+              for target, names, line in rows for loaded in _targets(target, names)
+              if not _within(loaded, "ember.kernels") and loaded not in LEAVES]
+    assert broken == []
+
+
+def test_backends_do_not_import_each_other():
+    """What the CPU and CUDA kernels share lives in ember.kernels.common."""
+    broken = [f"{module}:{line} imports {loaded}"
+              for module, rows in _imports().items()
+              for mine, other in (("ember.kernels.cpu", "ember.kernels.cuda"), ("ember.kernels.cuda", "ember.kernels.cpu"))
+              if _within(module, mine)
+              for target, names, line in rows for loaded in _targets(target, names) if _within(loaded, other)]
+    assert broken == []
+
+
+def test_only_the_tensor_layer_selects_a_backend():
+    broken = [f"{module}:{line} takes {sorted(SELECTORS & set(names))} from {target}"
+              for module, rows in _imports().items() if any(_within(module, layer) for layer in SELECTION_FREE)
+              for target, names, line in rows if target == "ember.tensor._dispatch" and SELECTORS & set(names)]
+    assert broken == []
+
+
+def test_only_backend_selection_imports_a_backend():
+    """The rest of ember reaches the kernels through ``backend(*operands)``; neutral helpers come from
+    ``ember.kernels.common``."""
+    broken = [f"{module}:{line} imports {loaded}"
+              for module, rows in _imports().items()
+              if not _within(module, "ember.kernels") and not any(_within(module, m) for m in BACKEND_IMPORTERS)
+              for target, names, line in rows for loaded in _targets(target, names)
+              if _within(loaded, "ember.kernels.cpu") or _within(loaded, "ember.kernels.cuda")]
+    assert broken == []
+
+
+def test_no_module_takes_names_from_the_top_level_package():
+    """Modules import what they use from where it is defined; ``ember/__init__.py`` only gathers the names."""
+    broken = [f"{module}:{line} takes {name} from ember"
+              for module, rows in _imports().items() if module != "ember"
+              for target, names, line in rows if target == "ember"
+              for name in names if _targets("ember", (name,)) == ["ember"]]
+    assert broken == []
+
+
+# The tensor core: the Tensor class's state, metadata and construction, the one seam between Tensor and autograd.
+CORE = "ember.tensor.tensor"
+
+
+@lru_cache(maxsize=None)
+def _function_level_lines(module: str) -> frozenset[int]:
+    """The lines of the import statements written inside functions of ``module``."""
+    path = ROOT.parent / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = ROOT.parent / module.replace(".", "/") / "__init__.py"
+    tree = ast.parse(path.read_text(), str(path))
+    return frozenset(node.lineno for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+def test_the_tensor_core_imports_nothing_of_autograd():
+    broken = [f"{CORE}:{line} imports {loaded}" for target, names, line in _imports()[CORE]
+              for loaded in _targets(target, names) if _within(loaded, "ember.autograd")]
+    assert broken == []
+
+
+def test_autograd_imports_the_tensor_core_at_module_top():
+    """No import of the core written inside a function: autograd takes ``Tensor`` once, at its top."""
+    broken = [f"{module}:{line} imports {CORE} inside a function"
+              for module, rows in _imports().items() if _within(module, "ember.autograd")
+              for target, names, line in rows if CORE in _targets(target, names)
+              and line in _function_level_lines(module)]
+    assert broken == []

@@ -80,7 +80,7 @@ def _multilabel_targets():
 # ---- declared once for the op harness: values and input gradients against torch, gradcheck, gradgradcheck ---------
 
 def _loss(label: str, name: str, inputs: list[Input], options: tuple[str, ...] = (), *, shapes: tuple = (),
-          grad_inputs: list[Input] | None = None, gradgrad: bool = True, all_outputs: bool = False,
+          grad_inputs: list[Input] | None = None, gradgrad: bool = False, all_outputs: bool = False,
           **kwargs) -> Case:
     """``F.<name>`` with every reduction (one output each), in float64 (test_class_losses_keep_input_dtype checks the
     narrower dtypes); the last ``len(options)`` inputs go in as those keywords. The forward test compares every
@@ -136,57 +136,56 @@ CLASS_INDICES = [Input((3, 2), dtype="int64", values=_class_targets(ignore)) for
 MULTI_MARGIN_TARGETS = Input(values=np.array([0, 3, 1, 1, 2]), dtype="int64")
 
 LOSS_CASES = [
-    # gradgradcheck once per loss (the variant with most options; the others are gradgrad=False)
-    _loss("mse", "mse_loss", [_data(3, 4), _data(3, 4)], gradgrad=False),
-    _loss("mse-weight", "mse_loss", [_data(3, 4), _data(3, 4), _fixed(3, 4)], ("weight",)),
-    _loss("l1", "l1_loss", [_data(3, 4), _data(3, 4)], gradgrad=False),
+    # gradgradcheck (gradgrad=True) for the losses with backward Functions of their own (bce, bce with logits, the
+    # class losses) and a few composites; the others compose ops whose second derivatives tests/test_elementwise.py
+    # and test_reductions.py check
+    _loss("mse", "mse_loss", [_data(3, 4), _data(3, 4)]),
+    _loss("mse-weight", "mse_loss", [_data(3, 4), _data(3, 4), _fixed(3, 4)], ("weight",), gradgrad=True),
+    _loss("l1", "l1_loss", [_data(3, 4), _data(3, 4)]),
     _loss("l1-weight", "l1_loss", [_data(3, 4), _data(3, 4), _fixed(3, 4)], ("weight",)),
     _loss("smooth_l1-beta", "smooth_l1_loss", [_data(3, 4), _data(3, 4)], beta=0.5),
-    _loss("smooth_l1-beta0", "smooth_l1_loss", [_data(3, 4), _data(3, 4)], beta=0.0, gradgrad=False),
-    _loss("huber", "huber_loss", [_data(3, 4), _data(3, 4)], delta=0.7, gradgrad=False),
+    _loss("smooth_l1-beta0", "smooth_l1_loss", [_data(3, 4), _data(3, 4)], beta=0.0),
+    _loss("huber", "huber_loss", [_data(3, 4), _data(3, 4)], delta=0.7),
     _loss("huber-weight", "huber_loss", [_data(3, 4), _data(3, 4), _fixed(3, 4)], ("weight",), delta=0.7),
-    _loss("bce", "binary_cross_entropy", [_data(3, 4, low=0.05, high=0.95), _data(3, 4, low=0, high=1)],
-          gradgrad=False),
+    _loss("bce", "binary_cross_entropy", [_data(3, 4, low=0.05, high=0.95), _data(3, 4, low=0, high=1)]),
     _loss("bce-weight", "binary_cross_entropy", [_data(3, 4, low=0.05, high=0.95), _data(3, 4, low=0, high=1),
-                                                 _fixed(4)], ("weight",)),
-    _loss("bce_logits", "binary_cross_entropy_with_logits", [LOGITS, _data(3, 4, low=0, high=1)], gradgrad=False),
+                                                 _fixed(4)], ("weight",), gradgrad=True),
+    _loss("bce_logits", "binary_cross_entropy_with_logits", [LOGITS, _data(3, 4, low=0, high=1)]),
     _loss("bce_logits-weights", "binary_cross_entropy_with_logits", [LOGITS, _data(3, 4, low=0, high=1), *WEIGHTS],
-          ("weight", "pos_weight")),
-    _loss("kl_div", "kl_div", [_data(3, 4, low=-3, high=0), _data(3, 4, low=0.05, high=1)]),
+          ("weight", "pos_weight"), gradgrad=True),
+    _loss("kl_div", "kl_div", [_data(3, 4, low=-3, high=0), _data(3, 4, low=0.05, high=1)], gradgrad=True),
     _loss("kl_div-log_target", "kl_div", [_data(3, 4, low=-3, high=0), _data(3, 4, low=-3, high=0)], log_target=True),
     _loss("margin_ranking", "margin_ranking_loss", [_data(6), _data(6), _sign_targets(6)], margin=0.3),
     _loss("cosine_embedding", "cosine_embedding_loss", [_data(5, 3), _data(5, 3), _sign_targets(5)], margin=-0.2,
-          grad_inputs=[_data(3, 3), _data(3, 3), _sign_targets(3)]),
+          grad_inputs=[_data(3, 3), _data(3, 3), _sign_targets(3)], gradgrad=True),
     _loss("cosine_embedding-1d", "cosine_embedding_loss", [_data(3), _data(3), Input(values=np.array(-1.0),
-                                                                                     grad=False)], gradgrad=False),
-    # the gradient checks of the norms and distances on fewer rows: each element costs a double backward
+                                                                                     grad=False)]),
+    # fewer rows for the gradient checks of the distances: finite differences cost two passes per element
     _loss("triplet", "triplet_margin_loss", [_data(4, 3)] * 3, margin=1.5, grad_inputs=[_data(2, 3)] * 3),
     _loss("triplet-p1-swap", "triplet_margin_loss", [_data(4, 3)] * 3, p=1, swap=True, eps=1e-3, margin=2.0,
-          grad_inputs=[_data(2, 3)] * 3, gradgrad=False),
+          grad_inputs=[_data(2, 3)] * 3),
     _loss("triplet_distance", "triplet_margin_with_distance_loss", [_data(2, 4, 3)] * 3, margin=2.0, swap=True,
           grad_inputs=[_data(1, 2, 3)] * 3),
     _loss("hinge_embedding", "hinge_embedding_loss", [_data(3, 4), _sign_targets(3, 4)], margin=0.5),
     _loss("soft_margin", "soft_margin_loss", [LOGITS, _sign_targets(3, 4)]),
     _loss("multilabel_soft_margin", "multilabel_soft_margin_loss", [_data(3, 4), Input(
         (3, 4), values=lambda rng, shape: rng.integers(0, 2, shape), grad=False), _fixed(4, low=0.5)], ("weight",)),
-    _loss("multi_margin", "multi_margin_loss", [_data(5, 4), MULTI_MARGIN_TARGETS], gradgrad=False),
+    _loss("multi_margin", "multi_margin_loss", [_data(5, 4), MULTI_MARGIN_TARGETS]),
     _loss("multi_margin-p2-weight", "multi_margin_loss", [_data(5, 4), MULTI_MARGIN_TARGETS, _fixed(4, low=0.5)],
           ("weight",), p=2, margin=0.7),
-    _loss("multi_margin-1d", "multi_margin_loss", [_data(4), Input(values=np.array(2), dtype="int64")],
-          gradgrad=False),
+    _loss("multi_margin-1d", "multi_margin_loss", [_data(4), Input(values=np.array(2), dtype="int64")]),
     _loss("multilabel_margin", "multilabel_margin_loss", [_data(3, 4), Input(values=MULTILABEL, dtype="int64")]),
-    _loss("multilabel_margin-1d", "multilabel_margin_loss", [_data(4), Input(values=MULTILABEL[0], dtype="int64")],
-          gradgrad=False),
-    _loss("gaussian_nll-full", "gaussian_nll_loss", [_data(3, 4), _data(3, 4), _data(3, 4, low=0.1)], full=True),
-    _loss("gaussian_nll-var_rows", "gaussian_nll_loss", [_data(3, 4), _data(3, 4), _data(3, low=0.1)],
-          gradgrad=False),
+    _loss("multilabel_margin-1d", "multilabel_margin_loss", [_data(4), Input(values=MULTILABEL[0], dtype="int64")]),
+    _loss("gaussian_nll-full", "gaussian_nll_loss", [_data(3, 4), _data(3, 4), _data(3, 4, low=0.1)], full=True,
+          gradgrad=True),
+    _loss("gaussian_nll-var_rows", "gaussian_nll_loss", [_data(3, 4), _data(3, 4), _data(3, low=0.1)]),
     # var below eps is clamped up and passes its gradient through unchanged (torch's choice), which finite
     # differences cannot see: the gradient checks take variances above eps, the torch comparison the clamped ones
     _loss("gaussian_nll-eps", "gaussian_nll_loss", [_data(3, 4), _data(3, 4), _data(3, 1, low=0.1)], eps=0.5,
-          grad_inputs=[_data(3, 4), _data(3, 4), _data(3, 1, low=0.6)], gradgrad=False),
+          grad_inputs=[_data(3, 4), _data(3, 4), _data(3, 1, low=0.6)]),
     _loss("poisson_nll", "poisson_nll_loss", [_data(3, 4), _data(3, 4, low=0, high=4)]),
     _loss("poisson_nll-full", "poisson_nll_loss", [_data(3, 4, low=0.1, high=3), _fixed(3, 4, low=0, high=4)],
-          log_input=False, full=True, gradgrad=False),
+          log_input=False, full=True),
     *(_loss(f"cross_entropy-weight{w:d}-ignore{i:d}-smoothing{s}", "cross_entropy", [_data(3, 5, 2), CLASS_INDICES[i],
             *[_fixed(5, low=0.2)] * w], ("weight",) * w, label_smoothing=s, gradgrad=bool(w and i and s),
             all_outputs=bool(w and i and s), shapes=tuple(shapes[:2 + w] for shapes in CLASS_SHAPES))

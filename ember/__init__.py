@@ -5,7 +5,7 @@ functions, elementwise and reduction ops, views, matmul, autograd.
 
 This module only re-exports: each name comes from the module that defines it, where its argument guard is
 applied too (``ember.tensor.arguments``). Importing the layers binds ``Tensor``'s methods
-(``ember.tensor.methods``, which ``ember.linalg`` and ``ember.nn.functional`` hand their methods to).
+(``ember.tensor.methods``, which ``ember.linalg`` hands its methods to).
 """
 from . import _runtime  # noqa: F401  (must run before Numba is imported)
 
@@ -61,6 +61,7 @@ globals().update(nn.functional.torch_functions())  # nn's functions torch also e
 from . import cuda, optim, utils  # noqa: E402  (ember.cuda imports no numba-cuda until CUDA is used)
 from . import profiler  # noqa: E402  (hooks nothing until a profile records)
 from .serialization import load, save  # noqa: E402
+from .utils.dlpack import from_dlpack  # noqa: E402  (and ember.utils.dlpack, as torch.utils.dlpack)
 
 __version__ = "0.1.0"
 

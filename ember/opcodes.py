@@ -326,6 +326,12 @@ class Activation:
     torch_kernel: str = ""                 # torch's kernel, named in its dtype errors ("silu_cpu")
     grad_reads_output: bool = False        # the backward reads the output (``name_grad_y``); fused after Linear only
     second: Callable[..., Any] | None = None  # f''(x, *params) in Tensor methods: the gradient of the fused backward
+    # torch's op (default: ``name``): its nodes are ``<TorchOp>Backward0`` ("log_sigmoid": LogSigmoidBackward0); an
+    # activation whose backward reads the output has the gradient of the unary op of that name
+    torch_op: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "torch_op", self.torch_op or self.name)
 
 
 def _gelu_tanh_second(x):
@@ -348,10 +354,10 @@ def _zero_second(x, *params):
 ACTIVATION_OPS: tuple[Activation, ...] = (
     Activation("relu", grad_reads_output=True),
     Activation("tanh", grad_reads_output=True),
-    Activation("logistic", grad_reads_output=True),  # sigmoid
+    Activation("logistic", grad_reads_output=True, torch_op="sigmoid"),
     Activation("gelu", "GeluKernelImpl",
                second=lambda x: (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi)) * (2 - x * x)),
-    Activation("gelu_tanh", "GeluKernelImpl", second=_gelu_tanh_second),
+    Activation("gelu_tanh", "GeluKernelImpl", second=_gelu_tanh_second, torch_op="gelu"),
     Activation("silu", "silu_cpu",
                second=lambda x: x.sigmoid() * (1 - x.sigmoid()) * (2 + x * (1 - 2 * x.sigmoid()))),
     Activation("mish", "mish_cpu", second=_mish_second),
@@ -359,12 +365,14 @@ ACTIVATION_OPS: tuple[Activation, ...] = (
     Activation("elu", "elu_cpu",  # alpha, scale, input scale (ELU, SELU and CELU)
                second=lambda x, a, b, c: ((x * c).exp() * (b * a * c * c)).masked_fill(x > 0, 0.0)),
     Activation("softplus_beta", "softplus_cpu", second=lambda x, beta, th: (
-        beta * (x * beta).sigmoid() * (1 - (x * beta).sigmoid())).masked_fill(x * beta > th, 0.0)),
+        beta * (x * beta).sigmoid() * (1 - (x * beta).sigmoid())).masked_fill(x * beta > th, 0.0),
+        torch_op="softplus"),
     Activation("hardswish", "hardswish_cpu",
                second=lambda x: ((x > -3) & (x < 3)).to(x.dtype) * (1.0 / 3.0)),
     Activation("hardsigmoid", "hardsigmoid_cpu", second=_zero_second),
     Activation("hardtanh", "hardtanh_cpu", second=_zero_second),  # min, max
-    Activation("logsigmoid", "log_sigmoid_cpu", second=lambda x: -x.sigmoid() * (-x).sigmoid()),
+    Activation("logsigmoid", "log_sigmoid_cpu", second=lambda x: -x.sigmoid() * (-x).sigmoid(),
+               torch_op="log_sigmoid"),
 )
 ACTIVATIONS_BY_NAME = {a.name: a for a in ACTIVATION_OPS}
 

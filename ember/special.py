@@ -4,9 +4,7 @@ The elementwise ones are their ops' declarations' ``special`` names (``ember.opc
 ``ember.tensor.elementwise_functions``): ``entr``, ``erfcx``, ``xlog1py`` and the other names of ember's own ops
 (``expit`` is ``sigmoid``, ``gammaln`` is ``lgamma``). The rest are ember's functions of the same meaning.
 """
-from __future__ import annotations
-
-from .nn.functional.activation import _log_softmax_function as log_softmax, _softmax_function as softmax
+from .tensor.activation_ops import log_softmax, softmax
 from .tensor.composite import logit, sinc
 from .tensor.elementwise import round  # noqa: A004 - torch's name
 from .tensor.elementwise_functions import SPECIAL as _SPECIAL

@@ -82,6 +82,27 @@ def test_checkpoint_restores_the_model(run):
     assert digits.evaluate(fresh, run["x_test"], run["y_test"]) == pytest.approx(run["history"]["accuracy"][-1])
 
 
+def test_checkpoint_loads_in_torch(run):
+    """The main job's checkpoint is a torch checkpoint: torch.load reads it (weights only), and the same network
+    built in torch from its state_dict gives ember's logits."""
+    torch = pytest.importorskip("torch")
+    state = torch.load(run["checkpoint"], weights_only=True)
+    assert state["epoch"] == EPOCHS and set(state["optimizer"]) == {"state", "param_groups"}
+    width = 16
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(1, width, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(width, 2 * width, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Dropout(0.25),
+        torch.nn.Linear(2 * width * 4 * 4, 4 * width), torch.nn.ReLU(), torch.nn.Linear(4 * width, 10)).eval()
+    net.load_state_dict(state["model"])
+    torch.optim.Adam(net.parameters()).load_state_dict(state["optimizer"])
+    run["model"].eval()
+    with ember.no_grad():
+        ours = run["model"](run["x_test"]).numpy()
+    with torch.no_grad():
+        theirs = net(torch.from_numpy(run["x_test"].numpy())).numpy()
+    np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-5)
+
+
 def test_learning_curves_png(run):
     chunks = _png_chunks(Path(run["curves"]).read_bytes())
     assert [kind for kind, _ in chunks] == [b"IHDR", b"IDAT", b"IEND"]

@@ -144,13 +144,15 @@ def test_no_module_takes_names_from_the_top_level_package():
 CORE = "ember.tensor.tensor"
 
 
+def _source(module: str) -> str:
+    path = ROOT.parent / (module.replace(".", "/") + ".py")
+    return (path if path.exists() else ROOT.parent / module.replace(".", "/") / "__init__.py").read_text()
+
+
 @lru_cache(maxsize=None)
 def _function_level_lines(module: str) -> frozenset[int]:
     """The lines of the import statements written inside functions of ``module``."""
-    path = ROOT.parent / (module.replace(".", "/") + ".py")
-    if not path.exists():
-        path = ROOT.parent / module.replace(".", "/") / "__init__.py"
-    tree = ast.parse(path.read_text(), str(path))
+    tree = ast.parse(_source(module), module)
     return frozenset(node.lineno for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
                      for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom)))
 
@@ -168,3 +170,64 @@ def test_autograd_imports_the_tensor_core_at_module_top():
               for target, names, line in rows if CORE in _targets(target, names)
               and line in _function_level_lines(module)]
     assert broken == []
+
+
+# The imports of ember's code written inside functions, by (module, module it loads), each with why it cannot sit
+# at the top. Every other import of ember's code is at the top of its module: no lazy import hides a cycle.
+_CUDA_ON_FIRST_USE = "the CUDA backend (numba-cuda) loads on first CUDA use, never at `import ember`"
+_CUDA_FACADE = ("ember.cuda, torch.cuda's facade, imports the tensor layer (its Generator, the legacy CUDA types) "
+                "and holds the CUDA runtime state the tensor layer asks for")
+_DEVICE_STORAGE = ("kernels/cuda/ndarray.py is DeviceStorage's base and serves NumPy's calls with the kernels, "
+                   "which make DeviceStorages")
+FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
+    ("ember.tensor._dispatch", "ember.kernels.cuda"): _CUDA_ON_FIRST_USE,
+    ("ember.cuda._state", "ember.kernels.cuda"): _CUDA_ON_FIRST_USE,
+    ("ember.cuda._state", "ember.kernels.cuda.allocator"): _CUDA_ON_FIRST_USE,
+    ("ember.cuda.random", "ember.kernels.cuda.random"): _CUDA_ON_FIRST_USE,
+    **{(module, facade): _CUDA_FACADE for module, facade in (
+        ("ember.tensor.device", "ember.cuda"), ("ember.tensor.device", "ember.cuda._state"),
+        ("ember.tensor.pinned", "ember.cuda._state"), ("ember.tensor.pinned", "ember.cuda.streams"),
+        ("ember.tensor.interop", "ember.cuda._state"), ("ember.tensor.interop", "ember.cuda.streams"),
+        ("ember.tensor.legacy_types", "ember.cuda._state"), ("ember.tensor.random", "ember.cuda.random"),
+        ("ember.tensor.random_ops", "ember.cuda.random"), ("ember.tensor.fused.dropout", "ember.cuda.random"))},
+    ("ember.tensor.device", "ember.tensor.pinned"): "the tensor core imports device.py; pinned.py imports the core",
+    **{("ember.kernels.cuda.ndarray", f"ember.kernels.cuda.{kernels}"): _DEVICE_STORAGE
+       for kernels in ("storage", "elementwise", "products", "indexing", "scans", "reductions")},
+    ("ember.kernels.cuda.storage", "ember.kernels.cuda.elementwise"): _DEVICE_STORAGE,
+    ("ember.profiler.events", "ember.profiler.table"): "the table formats events (table.py imports events.py)",
+}
+
+
+def test_imports_inside_functions_are_the_listed_ones():
+    found = {(module, loaded) for module, rows in _imports().items() for target, names, line in rows
+             if line in _function_level_lines(module) for loaded in _targets(target, names)}
+    assert sorted(found - FUNCTION_LEVEL_IMPORTS.keys()) == []
+    assert sorted(FUNCTION_LEVEL_IMPORTS.keys() - found) == []  # the list stays exact
+
+
+METHODS = "ember.tensor.methods"
+
+
+def _binds_tensor_attributes(tree: ast.AST) -> bool:
+    """Whether ``tree`` sets an attribute of ``Tensor`` (``Tensor.x = ...`` or ``setattr(Tensor, ...)``)."""
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "Tensor"
+               for t in targets):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "Tensor":
+            return True
+    return False
+
+
+def test_tensor_methods_are_bound_in_one_place():
+    """``tensor/methods.py`` binds every method onto ``Tensor`` (the tensor layer's ops, autograd's ``backward``
+    and hooks, the activations that are tensor ops); ``ember.linalg``, above the tensor layer, hands it its own."""
+    binders = [module for module in _imports() if module != METHODS
+               and _binds_tensor_attributes(ast.parse(_source(module)))]
+    assert binders == []
+    assert sorted(module for module, rows in _imports().items()
+                  if any(target == METHODS for target, _, _ in rows)) == ["ember.linalg"]
+

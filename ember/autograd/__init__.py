@@ -7,7 +7,6 @@ from .function import Function, FunctionCtx, Node, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, \
     set_grad_enabled
 from .gradients import backward, grad
-from ..tensor import autograd_methods  # noqa: F401  (binds backward and the gradient hooks onto Tensor)
 from .gradcheck import gradcheck, gradgradcheck
 from .variable import Variable
 from . import forward_ad, functional, variable

@@ -36,12 +36,9 @@ _STATIC: dict[str, str] = {
 QUALIFIED = {"AccumulateGrad": "torch::autograd::AccumulateGrad", "CopySlices": "torch::autograd::CopySlices",
              "CopyBackwards": "torch::autograd::CopyBackwards"}
 
-# Fused activation kernels (``nn.functional.activation``) by the torch op each one implements.
-_ACTIVATIONS = {
-    "gelu": "Gelu", "gelu_tanh": "Gelu", "silu": "Silu", "mish": "Mish", "leaky_relu": "LeakyRelu",
-    "hardtanh": "Hardtanh", "hardsigmoid": "Hardsigmoid", "elu": "Elu", "softplus_beta": "Softplus",
-    "hardswish": "Hardswish", "logsigmoid": "LogSigmoid", "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
-}
+# The node of each fused activation kernel: that of the torch op it implements (``gelu_tanh``: GeluBackward0).
+_ACTIVATIONS = {a.name: "".join(word.capitalize() for word in a.torch_op.split("_")) + "Backward0"
+                for a in op.ACTIVATION_OPS}
 
 
 def _is_number(x: Any) -> bool:
@@ -81,8 +78,8 @@ _NAMERS: dict[str, Callable[..., str]] = {
     "Clamp": lambda x, low, high, *_: "ClampBackward1" if _is_number(low) and _is_number(high) else "ClampBackward0",
     "MatMul": _matmul_name,
     "_Linear": _linear_name,
-    "_Activation": lambda x, name, *_: _ACTIVATIONS.get(name, "Activation") + "Backward0",
-    "_LinearActivation": lambda x, w, b, name, *_: _ACTIVATIONS.get(name, "LinearActivation") + "Backward0",
+    "_Activation": lambda x, name, *_: _ACTIVATIONS[name],
+    "_LinearActivation": lambda x, w, b, name, *_: _ACTIVATIONS[name],
     "_Softmax": lambda x, dim, log, *_: "LogSoftmaxBackward0" if log else "SoftmaxBackward0",
     # torch pools 1-d inputs as 2-d ones and squeezes the result
     "_MaxPool": lambda x, win, nd, *_: f"MaxPool{nd}DWithIndicesBackward0" if nd > 1 else "SqueezeBackward1",

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
+from ..tensor import dtypes
+from ..tensor.device import factory_device, place
+from ..tensor.tensor import Tensor
 from .node_names import is_builtin
 
 
@@ -38,10 +43,12 @@ class SavedTensor:
         self._node._hook_saved(self._slot, pack_hook, unpack_hook)
 
 
-def _tensor(t: Any) -> Any:
-    from ..tensor.creation import tensor  # not at the top: function.py imports this module, below the ops
-
-    return tensor(t)
+def _tensor(value: Any) -> Tensor:
+    """A saved number or raw array as ``torch.tensor(value)`` makes it: a copy on the default device, a Python
+    number in the dtype it takes standing alone. (Made on the tensor core: ``function.py`` imports this module,
+    and the creation ops sit above it.)"""
+    dt = dtypes.scalar_dtype(value).np if type(value) in (bool, int, float) else None  # NumPy scalars keep theirs
+    return Tensor._make(place(np.array(value, dt), factory_device(None)))
 
 
 def _scalar_operand(node: Any, slot: int) -> Any:

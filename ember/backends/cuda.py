@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _matmul_precision
+from ..cuda import _state
 from ._flags import BoolFlag, expect_bool
 
 
 def is_built() -> bool:
     """Whether ember's CUDA backend is installed (numba-cuda imports), whether or not a GPU is present."""
-    from ..cuda import _state
-
     return _state._numba_cuda() is not None
 
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from .._cuda_context import activate, using
 from ..kernels.memory import OutOfMemoryError
+from ..tensor.device import device as device_type
 
 INSTALL_HINT = (
     'Install GPU support with `pip install "ember[cuda]"` (it brings numba-cuda) on a machine with an NVIDIA GPU '
@@ -88,7 +89,7 @@ def _lazy_init() -> Any:
     with _init_lock:
         if not is_available():
             raise _unavailable_error()
-        from ..kernels.cuda.allocator import install_plugin
+        from ..kernels.cuda.allocator import install_plugin  # the CUDA backend (numba-cuda) loads on first use
 
         install_plugin()  # before ember creates the first CUDA context
         _initialized = True
@@ -123,8 +124,6 @@ def _device_index(device: Any = None, optional: bool = True) -> int:
     if isinstance(device, int) and not isinstance(device, bool):
         index = device
     else:
-        from ..tensor.device import device as device_type
-
         dev = device if isinstance(device, device_type) else device_type(device)
         if dev.type != "cuda":
             raise ValueError(f"Expected a cuda device, but got: {dev}")

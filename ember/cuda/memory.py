@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from ..kernels.memory import format_bytes
+from ._state import _device_index
 
 
 def _pools() -> dict[int, Any]:
@@ -22,8 +23,6 @@ def _pool(device: Any) -> Any:
     pools = _pools()
     if not pools:
         return None
-    from ._state import _device_index
-
     return pools.get(_device_index(device))
 
 

@@ -17,7 +17,10 @@ import struct
 import threading
 from typing import Any
 
+from .._cuda_context import activate
 from ..tensor.random import DEFAULT_SEED, Generator, _seed_value
+from ..tensor.tensor import Tensor
+from ._state import _device_index, device_count, is_available
 
 _STATE = struct.Struct("<QQ")
 
@@ -51,8 +54,7 @@ class CudaGeneratorState:
     def draws(self) -> Any:
         """The device sampling functions drawing from this generator (imports the CUDA kernels); they allocate and
         launch on the generator's device."""
-        from .._cuda_context import activate
-        from ..kernels.cuda.random import DeviceDraws
+        from ..kernels.cuda.random import DeviceDraws  # the CUDA kernels load on first use (numba-cuda)
 
         activate(self.device_index)
         return DeviceDraws(self)
@@ -73,8 +75,6 @@ def generator_state(device_index: int = 0) -> CudaGeneratorState:
 
 
 def _index(device: Any) -> int:
-    from ._state import _device_index, is_available
-
     if device is None and not is_available():
         return 0  # seeding without CUDA is allowed and does nothing visible, as in torch
     return _device_index(device)
@@ -124,8 +124,6 @@ def _state_tensor(state: CudaGeneratorState) -> Any:
     """A generator's (seed, offset) as a uint8 CPU tensor of 16 bytes."""
     import numpy as np
 
-    from ..tensor.tensor import Tensor
-
     return Tensor._make(np.frombuffer(_STATE.pack(state.seed, state.offset), dtype=np.uint8).copy())
 
 
@@ -141,8 +139,6 @@ def _unpack_state(new_state: Any) -> tuple[int, int]:
 
 def get_rng_state_all() -> list[Any]:
     """The states of all devices' generators."""
-    from ._state import device_count
-
     return [get_rng_state(i) for i in range(device_count())]
 
 

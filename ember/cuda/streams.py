@@ -14,6 +14,7 @@ import time
 from typing import Any, Iterator
 
 from .._cuda_context import using
+from ..tensor.device import device as device_type
 from ._state import _device_index, _lazy_init, is_simulator
 
 _local = threading.local()
@@ -34,9 +35,7 @@ class Stream:
 
     @property
     def device(self) -> Any:
-        from ..tensor.device import device
-
-        return device("cuda", self.device_index)
+        return device_type("cuda", self.device_index)
 
     @property
     def cuda_stream(self) -> int:

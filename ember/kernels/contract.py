@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from .. import opcodes as op
+
 Array = Any  # a backend's array: numpy.ndarray on the CPU, DeviceStorage on CUDA; it serves the array surface
 
 
@@ -121,28 +123,10 @@ ARRAY_FUNCTIONS: tuple[str, ...] = (
     # tests and dtypes
     "isposinf", "isneginf", "array_equal", "array_equiv", "shares_memory", "may_share_memory", "result_type",
 )
-# Called as functions, with ``out=`` or through Python's operators; one or two operands, arrays or numbers.
-ARRAY_UFUNCS: tuple[str, ...] = (
-    # arithmetic
-    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "fmod", "power",
-    "negative", "positive", "absolute", "sign", "square", "reciprocal", "matmul",
-    # extremes
-    "maximum", "minimum", "fmax", "fmin",
-    # exponentials and logarithms
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
-    # trigonometric and hyperbolic
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh", "tanh", "arcsinh",
-    "arccosh", "arctanh",
-    # rounding and float bits
-    "floor", "ceil", "rint", "trunc", "copysign", "signbit",
-    # classification
-    "isnan", "isinf", "isfinite",
-    # comparison and logic
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
-    "logical_xor", "logical_not",
-    # integers
-    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift", "gcd", "lcm",
-)
+# Called as functions, with ``out=`` or through Python's operators; one or two operands, arrays or numbers: the
+# NumPy names of the elementwise ops (each op's declaration in ``ember.opcodes`` names the ufuncs it serves), and
+# ``matmul``.
+ARRAY_UFUNCS: tuple[str, ...] = (*(name for d in (*op.UNARY, *op.BINARY) for name in d.numpy), "matmul")
 # ndarray attributes and methods (of ``flags``: ``c_contiguous`` and ``writeable``).
 ARRAY_METHODS: tuple[str, ...] = (
     # attributes

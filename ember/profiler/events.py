@@ -53,13 +53,13 @@ class _Timings:
 
     @property
     def cpu_time_total_str(self) -> str:
-        from .table import format_time
+        from .table import format_time  # not at the top: table.py imports this module
 
         return format_time(self.cpu_time_total)
 
     @property
     def self_cpu_time_total_str(self) -> str:
-        from .table import format_time
+        from .table import format_time  # not at the top: table.py imports this module
 
         return format_time(self.self_cpu_time_total)
 
@@ -201,7 +201,7 @@ class EventList(list):
               max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
               top_level_events_only: bool = False) -> str:
         """torch's text table: one row per event (or average), sorted descending by ``sort_by``, then totals."""
-        from .table import build_table
+        from .table import build_table  # not at the top: table.py imports this module
 
         by_shape, by_stack = self.grouped_by
         return build_table(self, sort_by=sort_by, row_limit=row_limit, header=header,

@@ -5,6 +5,7 @@ import enum
 import warnings
 from typing import Any, Callable, Iterable
 
+from ..cuda import is_available, is_initialized
 from .events import EventList
 from .recording import Recorder, record_function
 
@@ -30,8 +31,6 @@ _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 def supported_activities() -> set[ProfilerActivity]:
     """CPU, and CUDA where ember can use a CUDA device (or the simulator)."""
-    from ..cuda import is_available
-
     return {ProfilerActivity.CPU, ProfilerActivity.CUDA} if is_available() else {ProfilerActivity.CPU}
 
 
@@ -139,8 +138,6 @@ class profile:
 
     def _finish_trace(self) -> None:
         recorder, self._recorder = self._recorder, None
-        from ..cuda import is_initialized
-
         self._events = EventList(recorder.stop(), use_cuda=self._use_cuda and is_initialized())
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)

@@ -15,6 +15,8 @@ import time
 import traceback
 from typing import Any, Callable, Iterable
 
+from ..autograd import engine, function
+from ..cuda import Event, current_device
 from ..tensor.tensor import Tensor
 from .events import COMPILE_PREFIX, FunctionEvent
 
@@ -121,8 +123,6 @@ class Recorder:
     def _device_start(self, inputs: Iterable) -> Any:
         if not self.time_cuda or not any(t.is_cuda for t in _tensors_in(inputs)):
             return None
-        from ..cuda import Event
-
         if self._device_origin is None:
             origin = Event(enable_timing=True)
             origin.record()
@@ -132,8 +132,6 @@ class Recorder:
         return start
 
     def _device_end(self, event: FunctionEvent, start: Any) -> None:
-        from ..cuda import Event, current_device
-
         end = Event(enable_timing=True)
         end.record()
         event.device_index = current_device()
@@ -150,8 +148,6 @@ class Recorder:
     def start(self) -> None:
         """Install the hooks and make this the active recorder (profiles do not nest)."""
         global _ACTIVE
-        from ..autograd import engine, function
-
         if _ACTIVE is not None:
             raise RuntimeError("ember.profiler: the profiler is already enabled; profiles cannot be nested")
         _ACTIVE = self

@@ -50,7 +50,7 @@ def _device_backend(operands: tuple, index: int) -> Any:
     if index != active.index:
         activate(index)
     if _cuda_kernels is None:
-        from ..kernels import cuda
+        from ..kernels import cuda  # the CUDA kernels (numba-cuda) load on first use
 
         _cuda_kernels = cuda
     return _cuda_kernels

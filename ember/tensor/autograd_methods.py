@@ -1,7 +1,7 @@
 """The ``Tensor`` methods that use autograd: the gradient hooks and ``backward``.
 
 They sit above both the tensor core (``tensor.py``, which autograd imports) and autograd's engine (which runs
-ops), so nothing below imports this module: it binds the methods onto ``Tensor`` when the autograd package loads.
+ops), so nothing below imports this module; ``tensor/methods.py`` binds them with the ops.
 """
 from __future__ import annotations
 
@@ -61,6 +61,5 @@ def backward(self: Tensor, gradient: "Tensor | None" = None, retain_graph: bool 
 
 TENSOR_METHODS = {fn.__name__: fn for fn in (retain_grad, register_hook, register_post_accumulate_grad_hook,
                                              backward)}
-for _name, _method in TENSOR_METHODS.items():
-    _method.__qualname__ = f"Tensor.{_name}"  # as a method of the class body would be named (in error messages)
-    setattr(Tensor, _name, _method)
+for _fn in TENSOR_METHODS.values():
+    _fn.__qualname__ = f"Tensor.{_fn.__name__}"  # as a method of the class body would be named (in error messages)

@@ -11,6 +11,7 @@ from .._user_warnings import warn_user, warn_user_once
 from . import dtypes
 from .device import CPU, allocate, as_device, factory_device, place
 from .tensor import Size, Tensor
+from .interop import from_cuda_array_interface
 from .out_arg import with_out
 from .pinned import pinned_copy
 from .arguments import tensor_args
@@ -88,6 +89,9 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor over ``data`` without copying when it already is a tensor or array of that dtype."""
     if isinstance(data, Tensor):
+        return data.to(device=factory_device(device, data.device), dtype=dtype)
+    if hasattr(data, "__cuda_array_interface__"):  # CuPy, Numba and torch CUDA arrays: their memory, no copy
+        data = from_cuda_array_interface(data)
         return data.to(device=factory_device(device, data.device), dtype=dtype)
     device = factory_device(device)
     if device is CPU and isinstance(data, np.ndarray) and (dtype is None or dtypes.to_dtype(dtype).np == data.dtype):
@@ -307,11 +311,7 @@ def _asarray_tensor(obj: Tensor, dtype: Any, device: Any, copy: bool | None) -> 
                          f"'{dtypes.SCALAR_TYPE_NAMES[dt.name]}'.")
     if wrong_dtype or wrong_device:
         return obj.to(device=dev or obj.device, dtype=dt or obj.dtype, copy=True)
-    if copy:
-        from .conversion import clone  # not at the top: conversion imports this module
-
-        return clone(obj)
-    return obj
+    return obj.clone() if copy else obj
 
 
 def _asarray_buffer(view: memoryview, dtype: Any, copy: bool | None) -> np.ndarray:

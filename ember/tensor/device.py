@@ -74,7 +74,7 @@ class device:
 
 
 def _require_accelerator() -> None:
-    from .. import cuda
+    from .. import cuda  # not at the top: ember.cuda imports the tensor layer
 
     if not cuda.is_available():
         raise RuntimeError("Cannot access accelerator device when none is available.")
@@ -123,7 +123,7 @@ def as_device(value: Any) -> device:
         return value  # already normalised (a tensor's own device)
     dev = value if isinstance(value, device) else device(value)
     if dev.type == "cuda":
-        from .. import cuda
+        from .. import cuda  # not at the top: ember.cuda imports the tensor layer
 
         cuda._lazy_init()  # without numba-cuda or a GPU: the error that says how to install GPU support
         index = cuda.current_device() if dev.index is None else dev.index
@@ -158,11 +158,11 @@ def place(array: Any, dev: device, non_blocking: bool = False) -> Any:
     if type(array) is not np.ndarray:
         return array.on_device(dev.index)
     activate(dev.index)
-    from .pinned import copy_to_device_async, is_pinned_array
+    from .pinned import copy_to_device_async, is_pinned_array  # not at the top: pinned.py imports the tensor core
 
     if non_blocking and array.flags.c_contiguous and is_pinned_array(array):
         return copy_to_device_async(array)
-    from ..cuda._state import storage_type
+    from ..cuda._state import storage_type  # not at the top: ember.cuda imports the tensor layer
 
     return storage_type().from_numpy(array)
 
@@ -171,7 +171,7 @@ def allocate(shape: tuple[int, ...], dtype: np.dtype, dev: device, fill: Any = N
     """A new C-contiguous array on ``dev``, filled with ``fill`` unless it is None."""
     if dev.type == "cpu":
         return np.empty(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
-    from ..cuda._state import storage_type
+    from ..cuda._state import storage_type  # not at the top: ember.cuda imports the tensor layer
 
     activate(dev.index)
     array = storage_type().empty(shape, dtype)

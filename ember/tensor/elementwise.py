@@ -24,9 +24,11 @@ from ..autograd.grad_mode import is_grad_enabled
 from . import dtypes
 from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, on_device, shape_of, \
     sum_to_shape
-from .tensor import Tensor, _check_inplace
+from .tensor import Tensor, _check_inplace, _check_no_internal_overlap
 from .out_arg import with_out
+from .views import rebase_history
 from .arguments import tensor_args
+from .interop import ndarray_operator
 
 
 def _float_of(dt: dtypes.dtype) -> dtypes.dtype:
@@ -466,8 +468,14 @@ def binary(name: str, a: Any, b: Any) -> Tensor:
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # two tensors: the common case needs no check
         if name in _TENSOR_ONLY:
             _check_tensor_operands(name, a, b)
-        _check_operand(name, a, 1)
-        _check_operand(name, b, 2)
+        try:
+            _check_operand(name, a, 1)
+            _check_operand(name, b, 2)
+        except TypeError:
+            result = ndarray_operator(name, a, b)  # a NumPy array operand: what torch's operators give
+            if result is None:
+                raise
+            return result
     if name == "sub":
         _check_sub_operands(a, b)
     cls = _BINARY_CLASSES[name]
@@ -791,8 +799,6 @@ def inplace(self: Tensor, name: str, compute: Callable[[Tensor], Tensor]) -> Ten
     if _function._APPLY_WRAPPERS:
         dual_levels.after_inplace(self, result)
     if recording and result._requires_grad:
-        from .views import rebase_history
-
         rebase_history(self, result)
     return self
 
@@ -802,14 +808,6 @@ def _snapshot(t: Tensor) -> Tensor:
     snap = Tensor._make(t._array.copy(), requires_grad=t._requires_grad)
     snap._grad_fn, snap._output_nr = t._grad_fn, t._output_nr
     return snap
-
-
-def _check_no_internal_overlap(t: Tensor) -> None:
-    if t._array.size and any(s == 0 and n > 1 for s, n in zip(t._array.strides, t._array.shape)):
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-            "location. Please clone() the tensor before performing the operation."
-        )
 
 
 # ---- composite elementwise functions (real tensors) ---------------------------------------------------------------

@@ -382,8 +382,8 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         _check_put_value(x, key, value)
         return
     value = _drop_leading_ones(value)
-    if _is_basic(key):
-        views.setitem(x, _basic_view_key(key, x.ndim), value)
+    if _is_basic(key):  # copy (with broadcasting) into the viewed region
+        copy_(views.getitem(x, _basic_view_key(key, x.ndim)), value)
         return
     basic, adv, sizes = _split_unchecked(x.shape, key, True)
     _check_put_value(x, key, value)

@@ -49,7 +49,7 @@ class LegacyTensorType(type):
 
 
 def _require_cuda(cls: LegacyTensorType) -> None:
-    from ..cuda import _state  # the CUDA backend, loaded only when a CUDA type is used
+    from ..cuda import _state  # not at the top: ember.cuda imports the tensor layer
 
     if not _state.is_available():
         raise TypeError(f"type {type_name(cls.dtype, True)} not available: CUDA cannot be used here. "

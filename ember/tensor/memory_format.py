@@ -39,6 +39,8 @@ def dim_order(fmt: Any, ndim: int) -> tuple[int, ...]:
 def is_contiguous_as(a: np.ndarray, fmt: Any = None) -> bool:
     """Whether ``a``'s strides are the dense strides of ``fmt`` (size-1 dims may have any stride)."""
     fmt = contiguous_format if fmt is None else fmt
+    if fmt is contiguous_format and a.size == 0:  # torch: an empty tensor is contiguous, whatever its strides
+        return True
     if type(a) is not np.ndarray and fmt is contiguous_format:
         return a.is_contiguous
     if fmt not in _ORDERS and fmt is not contiguous_format:

@@ -1,9 +1,10 @@
 """Bind the tensor ops as ``Tensor`` methods and operators, with torch's names: the one place ``Tensor`` gets them.
 
-Importing this module binds the tensor layer's ops (``bind`` runs once, at the bottom). Layers above the tensor layer
-hand their own methods to ``bind_methods`` (``ember.linalg``'s ``x.det()``, ``ember.nn.functional``'s
-``x.softmax(1)``), so this module imports nothing above it. Every method gets its argument guard here
-(``arguments.method_args``): the ones defined in the ``Tensor`` class body too.
+Importing this module binds every method of the tensor layer (``bind`` runs once, at the bottom): the ops, the
+activations torch has as tensor ops (``x.softmax(1)``, ``activation_ops.py``) and autograd's ``backward`` and
+gradient hooks (``autograd_methods.py``). It imports nothing above the tensor layer; ``ember.linalg``, the one
+layer above with methods of its own (``x.det()``), hands them to ``bind_methods``. Every method gets its argument
+guard here (``arguments.method_args``): the ones defined in the ``Tensor`` class body too.
 """
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import opcodes as op
-from . import closeness, composite, contractions, conversion, elementwise as ew, indexing, joins, legacy_types, \
-    matmul as mm, nan_reduce, pinned, predicates, quantile, random_ops, reduce as red, scatter_views, \
-    shape_utils, sorting, splits, view_copies, views
+from . import activation_ops, autograd_methods, closeness, composite, contractions, conversion, elementwise as ew, \
+    indexing, joins, legacy_types, matmul as mm, nan_reduce, pinned, predicates, quantile, random_ops, \
+    reduce as red, scatter_views, shape_utils, sorting, splits, view_copies, views
 from .arguments import method_args, unguarded
 from .tensor import Tensor
 from . import blas_like, host_callables, index_reduce, renorm, special_math, statistics
+from . import interop
 
 
 def _method(fn: Callable, name: str) -> Callable:
@@ -49,9 +51,10 @@ def _inplace_of(name: str, fn: Callable) -> Callable:
 
 
 def _comparison(fn: Callable, name: str) -> Callable:
-    """``==``/``!=``: elementwise for tensors and numbers, Python's identity rule for anything else (e.g. None)."""
+    """``==``/``!=``: elementwise for tensors, numbers and NumPy arrays, Python's identity rule for anything else
+    (e.g. None)."""
     def compare(self: Tensor, other: Any) -> Any:
-        if isinstance(other, (Tensor, int, float, bool, np.number, np.bool_)):
+        if isinstance(other, (Tensor, int, float, bool, np.number, np.bool_, np.ndarray)):
             return fn(self, other)
         return NotImplemented
 
@@ -191,12 +194,15 @@ def bind() -> None:
     Tensor.is_pinned = _method(pinned.is_pinned, "is_pinned")
     for module in (sorting, indexing, joins, contractions, closeness, composite, nan_reduce, legacy_types,
                    quantile, splits, shape_utils, scatter_views, view_copies, predicates, blas_like, statistics,
-                   special_math, renorm, index_reduce, host_callables):
+                   special_math, renorm, index_reduce, host_callables, activation_ops, autograd_methods):
         bind_methods(module.TENSOR_METHODS)
     Tensor.T = property(views.full_transpose)
     Tensor.mT = property(views.matrix_transpose)
     Tensor.H = property(views.conj_transpose)
     Tensor.mH = property(views.matrix_adjoint)
+    # memory exchange (interop.py): DLPack and the CUDA array interface
+    Tensor.__dlpack__, Tensor.__dlpack_device__ = interop.dlpack, interop.dlpack_device
+    Tensor.__cuda_array_interface__ = property(interop.cuda_array_interface)
     _bind_operators()
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..autograd.grad_mode import is_grad_enabled
 from .dtypes import SCALAR_TYPE_NAMES, can_cast, to_dtype
-from .tensor import Tensor
+from .tensor import Tensor, _check_no_internal_overlap
 from .views import resize_storage
 
 
@@ -38,8 +38,6 @@ def _check_dtype(result: Tensor, out: Tensor, op: str, cast: bool | str) -> None
 
 def write_out(result: Tensor, out: Any, op: str, cast: bool | str = False) -> Tensor:
     """Copy ``result`` into ``out`` (checked, resized when its shape differs) and return ``out``."""
-    from .elementwise import _check_no_internal_overlap  # not at the top: elementwise imports this module
-
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     _check_dtype(result, out, op, cast)

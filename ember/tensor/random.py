@@ -60,7 +60,7 @@ class Generator:
 
     def __new__(cls, device: Any = "cpu") -> "Generator":
         if cls is Generator and as_device(device).type == "cuda":
-            from ..cuda.random import CudaGenerator  # the CUDA backend, loaded when a CUDA generator is asked for
+            from ..cuda.random import CudaGenerator  # not at the top: ember.cuda imports this module
 
             return super().__new__(CudaGenerator)
         return super().__new__(cls)
@@ -149,7 +149,7 @@ def seed() -> int:
 
 def _cuda_random() -> Any:
     """``ember.cuda.random``, imported late (it imports this module); it needs neither numba-cuda nor a GPU."""
-    from ..cuda import random  # the CUDA backend, loaded only when CUDA is used
+    from ..cuda import random  # see the docstring
 
     return random
 

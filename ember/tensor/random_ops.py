@@ -36,9 +36,8 @@ from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
 from .device import CPU, allocate, as_device, factory_device, place
-from .elementwise import _check_no_internal_overlap
 from .memory_format import empty_in_format, preserve_format
-from .tensor import Tensor, _check_inplace
+from .tensor import Tensor, _check_inplace, _check_no_internal_overlap
 from .out_arg import with_out
 from .arguments import tensor_args
 
@@ -115,7 +114,7 @@ def _draws(op: str, generator: Any, dev: Any) -> Any:
     _check_generator(op, generator, dev)
     if generator is not None:
         return generator.draws()
-    from ..cuda.random import generator_state  # the CUDA backend, loaded only for CUDA tensors
+    from ..cuda.random import generator_state  # not at the top: ember.cuda imports the tensor layer
 
     return generator_state(dev.index).draws()
 

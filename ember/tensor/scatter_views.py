@@ -15,9 +15,8 @@ from ..autograd.function import Function, name_node
 from ..autograd.grad_mode import no_grad
 from .conversion import clone, copy_
 from .device import CPU, place
-from .elementwise import _check_no_internal_overlap
 from .out_arg import with_out
-from .tensor import Tensor, _wrap_dim
+from .tensor import Tensor, _check_no_internal_overlap, _wrap_dim
 from .views import MovePositions, _storage_positions, as_strided, diagonal, getitem, select, storage_of
 from .arguments import tensor_args
 

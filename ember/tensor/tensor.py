@@ -4,8 +4,8 @@ A tensor is a NumPy (or device) array plus the fields autograd reads and writes:
 ``_requires_grad``, ``_grad``, the leaf's ``_accumulator``, the storage's shared ``_version`` counter and the view
 links ``_base``/``_view_fn``. Autograd imports this module at its top (it makes and inspects tensors); this module
 imports nothing of autograd, so the two never meet in a cycle. The methods that reach above the core are bound
-onto the class from above: the ops (``methods.py``), the gradient hooks and ``backward`` (``autograd_methods.py``),
-``Tensor(...)`` and ``type()`` (``legacy_types.py``).
+onto the class from above, by ``methods.py``: the ops, the gradient hooks and ``backward``
+(``autograd_methods.py``), ``Tensor(...)`` and ``type()`` (``legacy_types.py``).
 """
 from __future__ import annotations
 
@@ -264,19 +264,41 @@ class Tensor:
 
     # -- conversion --------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The NumPy array sharing this tensor's memory."""
-        if self._requires_grad and not force:
+        """The NumPy array sharing this tensor's memory. Refused, as in torch, for a CUDA tensor (TypeError) and,
+        in grad mode, for one that requires grad (RuntimeError); ``force=True`` is ``t.detach().cpu().numpy()``
+        (a host copy of a CUDA tensor, the shared array of a CPU one)."""
+        array = self._array
+        if type(array) is not np.ndarray:
+            if force:
+                return array.to_numpy()
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
+                            "the tensor to host memory first.")
+        if self._requires_grad and not force and _modes.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if type(self._array) is not np.ndarray:
-            if not force:
-                raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
-                                "the tensor to host memory first.")
-            return self._array.to_numpy()
-        return self._array
+        return array
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self._array if type(self._array) is np.ndarray else self.numpy()
-        return array if dtype is None else array.astype(dtype)
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's conversion, by NumPy 2's ``copy`` rules: ``np.asarray(t)`` shares this tensor's memory,
+        ``np.array(t)`` copies, ``copy=False`` raises ValueError where sharing is impossible (a CUDA tensor,
+        another dtype); otherwise refused as ``numpy()`` refuses."""
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+        shared = type(self._array) is np.ndarray and (dtype is None or dtype == self._array.dtype)
+        if copy is False and not shared:
+            raise ValueError(f"Unable to avoid copy while creating an array from a {self.device} tensor of dtype "
+                             f"{self.dtype} as requested (copy=False).")
+        array = self.numpy()
+        if not shared:  # another dtype (numpy() refused a CUDA tensor)
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    def __array_wrap__(self, array: np.ndarray, context: Any = None, return_scalar: bool = False) -> "Tensor":
+        """A NumPy ufunc's result on tensors comes back a tensor (``np.exp(t)``, ``np.add(a, t)``), bool results
+        as uint8 and 0-d results as 0-d tensors, as torch's."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        dtypes.from_numpy_dtype(array.dtype)
+        return Tensor._make(array)
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
@@ -422,6 +444,15 @@ def _check_inplace(t: Tensor, op: str) -> None:
     if base is not None and t._view_fn is not None and base._requires_grad and base._grad_fn is None:
         raise RuntimeError(
             f"a view of a leaf Variable that requires grad is being used in an in-place operation. ({op})"
+        )
+
+
+def _check_no_internal_overlap(t: Tensor) -> None:
+    """torch's refusal to write into a tensor whose elements share memory (an expanded view)."""
+    if t._array.size and any(s == 0 and n > 1 for s, n in zip(t._array.strides, t._array.shape)):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
         )
 
 

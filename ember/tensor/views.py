@@ -838,10 +838,3 @@ def _getitem_node(index: tuple) -> str:
         return "SliceBackward0" if items else "AliasBackward0"
     last = steps[-1]
     return "UnsqueezeBackward0" if last is None else "SelectBackward0" if isinstance(last, int) else "SliceBackward0"
-
-
-def setitem(x: Tensor, key: Any, value: Any) -> None:
-    """``x[key] = value``: copy (with broadcasting) into the viewed region; differentiable in both."""
-    from .conversion import copy_  # not at the top: conversion imports this module
-
-    copy_(getitem(x, key), value)

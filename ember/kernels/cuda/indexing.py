@@ -33,8 +33,11 @@ import math
 import numpy as np
 from numba import cuda
 
+from ... import opcodes
 from ..._determinism import are_deterministic_algorithms_enabled
 from .launch import SIMULATOR, collapse, grid
+from .scans import scan
+from .storage import DeviceStorage
 
 __all__ = ["scatter", "take", "index_range", "flat_nonzero", "REDUCTIONS"]
 
@@ -146,8 +149,6 @@ def _run(storage, what: str):
 def _uploaded(array):
     """Device storage as is; a host array (positions the tensor layer computed on the host) copied over."""
     if isinstance(array, np.ndarray):
-        from .storage import DeviceStorage
-
         return DeviceStorage.from_numpy(array)
     return array
 
@@ -276,10 +277,6 @@ def flat_nonzero(flags):
 
     Three passes: each thread counts the trues of its chunk, a scan turns the counts into where each chunk's
     positions end, each thread writes its chunk's positions there. Only the total comes back to the host."""
-    from ... import opcodes
-    from .scans import scan
-    from .storage import DeviceStorage
-
     if flags.ndim != 1 or np.dtype(flags.dtype) != np.bool_:
         raise ValueError(f"flat_nonzero: flags must be 1-D bool, got {flags}")
     flags = flags.contiguous()

@@ -12,6 +12,10 @@ Views are computed exactly as NumPy computes them, on a *shadow*: a zero-cost Nu
 whose byte strides are the storage's element strides. Whatever view NumPy makes of the shadow (reshape without
 copy, squeeze, swapaxes, broadcast_to, diagonal, basic indexing) gives the device view's shape, strides and
 offset change, so device views follow NumPy's rules to the letter with no code of their own.
+
+This module is ``DeviceStorage``'s base (``storage.py`` imports it) and the kernels that serve NumPy's calls
+make ``DeviceStorage``s (they import ``storage.py``): so each function here imports the kernels it calls, and
+``DeviceStorage``, inside itself (the backend's one import cycle).
 """
 from __future__ import annotations
 
@@ -82,7 +86,7 @@ _CONSTANTS: OrderedDict = OrderedDict()
 
 def constant(value: Any, dtype: Any):
     """A cached 0-d device array holding ``value`` (scalars met in ops: 2.0, 0.5, 1, ...)."""
-    from .storage import DeviceStorage
+    from .storage import DeviceStorage  # not at the top: the import cycle in the docstring
 
     host = np.asarray(value).astype(dtype)
     key = (active.index, host.dtype.str, host.tobytes())
@@ -118,7 +122,7 @@ _UNARY_UFUNCS, _BINARY_UFUNCS = UFUNCS[1], UFUNCS[2]
 
 def _matmul(a, b, out=None):
     """NumPy's matmul (1-D operands promoted and dropped, batch dims broadcast) on the tiled device kernel."""
-    from .products import matmul
+    from .products import matmul  # not at the top: the import cycle in the docstring
 
     a, b = to_device_operand(a), to_device_operand(b)
     dtype = np.result_type(a.dtype, b.dtype)
@@ -143,7 +147,7 @@ def _matmul(a, b, out=None):
 
 
 def _apply_ufunc(ufunc: np.ufunc, inputs: tuple, out: Any):
-    from . import elementwise
+    from . import elementwise  # not at the top: the import cycle in the docstring
 
     name = ufunc.__name__
     if name == "matmul":
@@ -170,7 +174,7 @@ def _apply_ufunc(ufunc: np.ufunc, inputs: tuple, out: Any):
 
 # ----------------------------------------------------------------------------- array functions
 def _storage_type():
-    from .storage import DeviceStorage
+    from .storage import DeviceStorage  # not at the top: the import cycle in the docstring
     return DeviceStorage
 
 
@@ -255,7 +259,7 @@ def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 
 
 def _where(condition, x=None, y=None):
-    from . import elementwise
+    from . import elementwise  # not at the top: the import cycle in the docstring
 
     if x is None or y is None:
         raise RuntimeError("ember: numpy.where with one argument (nonzero) has no CUDA implementation")
@@ -345,7 +349,7 @@ def _triangle(lower: bool) -> Callable:
 
 def _flat_nonzero(a):
     """The C-order positions of ``a``'s non-zero elements (int64, on the device)."""
-    from .indexing import flat_nonzero
+    from .indexing import flat_nonzero  # not at the top: the import cycle in the docstring
 
     flags = _apply_ufunc(np.not_equal, (to_device_operand(a), 0), None)
     return flat_nonzero(flags.reshape(-1))
@@ -371,7 +375,7 @@ def _nonzero(a):
 def _cumulative(code: int) -> Callable:
     """``np.cumsum``/``np.cumprod`` on the device scan (NumPy's result dtypes: small ints and bool widen)."""
     def scan_on_device(a, axis=None, dtype=None, out=None):
-        from .scans import scan
+        from .scans import scan  # not at the top: the import cycle in the docstring
 
         a = to_device_operand(a)
         if axis is None:
@@ -391,7 +395,7 @@ def _cumulative(code: int) -> Callable:
 def _predicate(code: int) -> Callable:
     """A NumPy test function that is not a ufunc (``np.isneginf``) as one device kernel with a bool result."""
     def test(x, out=None):
-        from . import elementwise
+        from . import elementwise  # not at the top: the import cycle in the docstring
 
         x = to_device_operand(x)
         out = _storage_type().empty(x.shape, np.bool_) if out is None else out
@@ -449,7 +453,7 @@ def _array_equal(a1, a2, equal_nan=False):
 def _reduce(a, code: int, axis, keepdims: bool, dtype: Any = None):
     """A device reduction of ``a`` over ``axis`` (None, an int or a tuple) into a new ``dtype`` array
     (``a``'s dtype when None)."""
-    from .reductions import reduce
+    from .reductions import reduce  # not at the top: the import cycle in the docstring
 
     a = to_device_operand(a)
     dims = tuple(range(a.ndim)) if axis is None else tuple(
@@ -614,7 +618,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __getitem__(self, key):
         if _is_advanced(key):
-            from .indexing import take
+            from .indexing import take  # not at the top: the import cycle in the docstring
 
             activate(self.device_index)
             positions = _buffer_positions(self, key)
@@ -631,7 +635,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
         if not _is_advanced(key):
             self[key].copy_from(value)
             return
-        from .indexing import scatter
+        from .indexing import scatter  # not at the top: the import cycle in the docstring
 
         positions = _buffer_positions(self, key)
         values = type(self).empty(positions.shape, self.dtype)

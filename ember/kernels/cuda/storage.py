@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ... import opcodes as op
 from ..._cuda_context import active, activate
 from . import allocator
 from .ndarray import NdarrayProtocol, on_own_device, to_device_operand
@@ -246,8 +247,8 @@ class DeviceStorage(NdarrayProtocol):
     def copy_from(self, other: DeviceStorage) -> None:
         """Write ``other`` (broadcast to this shape, cast to this dtype, from any device) into this view, any
         layouts."""
-        from .elementwise import unary
-        from ... import opcodes as op
+        from .elementwise import unary  # not at the top: the elementwise kernels import this module
+
         if not isinstance(other, DeviceStorage):  # an explicit host-to-device copy
             host = np.asarray(other)
             other = DeviceStorage.from_numpy(host) if host.size > 1 else to_device_operand(host)

@@ -5,6 +5,8 @@ softplus, hardswish, hardsigmoid, logsigmoid) and softmax/log-softmax are fused
 ops (``ember.tensor.fused.activations`` and ``.softmax``: one kernel forward and
 one backward, differentiable twice); this module checks their arguments. The
 rest are short compositions of tensor ops, exact and differentiable as they stand.
+``hardshrink``, ``prelu`` and the ``dim``-required softmax forms are tensor ops
+(``ember.tensor.activation_ops``, also ``Tensor`` methods), re-exported here.
 """
 from __future__ import annotations
 
@@ -14,24 +16,17 @@ from typing import Any
 import numpy as np
 
 from ...opcodes import ACTIVATIONS_BY_NAME
-from ...tensor import dtypes
+from ...tensor import activation_ops, dtypes
 from ...tensor import elementwise as ew
+from ...tensor.activation_ops import checked_softmax, hardshrink, prelu, require_float
 from ...tensor.fused.activations import activation as fused_activation
-from ...tensor.fused.softmax import softmax as fused_softmax
 from ...tensor.tensor import Tensor
-
-
-def _require_float(x: Tensor, kernel: str) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{kernel}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
-    if not x.dtype.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.scalar_type_name}\'')
 
 
 def _activation(x: Tensor, name: str, params: tuple = (), inplace: bool = False) -> Tensor:
     """Apply fused activation ``name`` (declared in ``ember.opcodes``, with torch's kernel name for its dtype
     errors), maybe in place."""
-    _require_float(x, ACTIVATIONS_BY_NAME[name].torch_kernel)
+    require_float(x, ACTIVATIONS_BY_NAME[name].torch_kernel)
     if inplace:
         return ew.inplace(x, name, lambda s: _activation(s, name, params))
     return fused_activation(x, name, params)
@@ -181,12 +176,6 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     return input - ew.clamp(input, -lambd, lambd)
 
 
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x where |x| > lambd, else 0 (NaN stays NaN)."""
-    inside = (input >= -lambd) & (input <= lambd)
-    return ew.where(inside, 0.0, input)
-
-
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value."""
     def compute(x: Tensor) -> Tensor:
@@ -203,24 +192,6 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _threshold(input, threshold, value, inplace=True)
 
 
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """x for x > 0, else weight * x, with one weight per channel (dim 1) or one shared."""
-    if weight.ndim > 1:
-        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
-    n = weight.numel()
-    if n != 1:
-        channels = input.shape[1] if input.ndim >= 2 else 1
-        if n != channels:
-            raise RuntimeError(
-                "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                f"{n} and channel size = {channels}."
-            )
-        weight = weight.reshape((n,) + (1,) * (input.ndim - 2))
-    elif weight.ndim == 1 and input.ndim == 0:
-        weight = weight.reshape(())
-    return ew.where(input > 0, input, weight * input)
-
-
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """Leaky ReLU with a random slope from U(lower, upper) per element in training, their mean otherwise."""
@@ -228,7 +199,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    _require_float(input, "rrelu_with_noise_cpu")
+    require_float(input, "rrelu_with_noise_cpu")
 
     def compute(x: Tensor) -> Tensor:
         slope = Tensor._make(np.empty(x.shape, x.dtype.np)).uniform_(lower, upper)
@@ -257,46 +228,24 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 # ------------------------------------------------------------------------------------------ softmax family
-def _wrap_dim(dim: int, ndim: int) -> int:
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
-
-
 def _get_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as "
                   "an argument.", stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def _softmax_op(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
-    """torch's order: the cast, the dim check, then an empty tensor (of any dtype) passes through, then the float
-    check."""
-    if not isinstance(input, Tensor):
-        name = "log_softmax" if log else "softmax"
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if dtype is not None:
-        input = input.to(dtypes.to_dtype(dtype))
-    d = _wrap_dim(int(dim), input.ndim)
-    if input.numel() == 0:
-        return input.clone()
-    _require_float(input, "log_softmax_lastdim_kernel_impl" if log else "softmax_lastdim_kernel_impl")
-    return fused_softmax(input, d, log)
-
-
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (optionally after casting to ``dtype``)."""
     if dim is None:
         dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
-    return _softmax_op(input, dim, dtype, False)
+    return checked_softmax(input, dim, dtype, False)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
-    return _softmax_op(input, dim, dtype, True)
+    return checked_softmax(input, dim, dtype, True)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
@@ -305,7 +254,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
         dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
-    return _softmax_op(-input, dim, None, False)
+    return checked_softmax(-input, dim, None, False)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
@@ -320,16 +269,6 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     return one_hot - soft.detach() + soft
 
 
-def _softmax_function(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """``torch.softmax`` / ``Tensor.softmax``: dim is required."""
-    return _softmax_op(input, dim, dtype, False)
-
-
-def _log_softmax_function(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """``torch.log_softmax`` / ``Tensor.log_softmax``: dim is required."""
-    return _softmax_op(input, dim, dtype, True)
-
-
 __all__ = [
     "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_",
     "celu", "celu_", "gelu", "silu", "mish", "hardswish", "hardsigmoid", "softplus", "logsigmoid", "sigmoid",
@@ -337,12 +276,8 @@ __all__ = [
     "rrelu_", "glu", "softmax", "log_softmax", "softmin", "gumbel_softmax",
 ]
 
-TENSOR_METHODS = {
-    "softmax": _softmax_function, "log_softmax": _log_softmax_function, "hardshrink": hardshrink, "prelu": prelu,
-}
-
 TORCH_FUNCTIONS = {
-    "softmax": _softmax_function, "log_softmax": _log_softmax_function, "selu": selu, "selu_": selu_,
+    "softmax": activation_ops.softmax, "log_softmax": activation_ops.log_softmax, "selu": selu, "selu_": selu_,
     "celu": celu, "celu_": celu_, "prelu": prelu, "rrelu": rrelu, "rrelu_": rrelu_, "hardshrink": hardshrink,
     "threshold": threshold, "threshold_": threshold_,
 }

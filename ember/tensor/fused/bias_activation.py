@@ -13,6 +13,7 @@ import numpy as np
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...kernels.common.activations import BIAS_ACTIVATIONS
+from ...opcodes import ACTIVATION_OPS
 from .. import dtypes
 from .._dispatch import ascontiguous, backend, compute_dtype
 from ..elementwise import UNARY_OPS
@@ -24,7 +25,7 @@ __all__ = ["BIAS_ACTIVATIONS", "linear_activation"]
 
 
 # The activations whose gradient reads their output, by the unary op whose gradient formula they share.
-_UNARY_NAMES = {"relu": "relu", "tanh": "tanh", "logistic": "sigmoid"}
+_UNARY_NAMES = {a.name: a.torch_op for a in ACTIVATION_OPS if a.grad_reads_output}
 
 
 def _as(array: Any, dt: dtypes.dtype) -> Any:

@@ -27,7 +27,7 @@ __all__ = ["channel_noise", "dropout"]
 def _random_bits(n: int, dev: device) -> np.ndarray:
     """``n`` uint32 values of fresh random bits on ``dev``, from that device's default generator."""
     if dev.type == "cuda":
-        from ...cuda.random import generator_state
+        from ...cuda.random import generator_state  # not at the top: ember.cuda imports the tensor layer
 
         return generator_state(dev.index).draws().bits(n)
     raw = default_generator._np.bit_generator.random_raw((n + 1) // 2)

@@ -211,3 +211,10 @@ WORKLOADS = [
     Workload("overhead_grad", "1000 chained 1-elem adds fwd+bwd", "us/op", overhead_grad, inverse=True),
     Workload("overhead_nograd", "1000 chained 1-elem adds fwd, no grad", "us/op", overhead_nograd, inverse=True),
 ]
+
+# workloads kept in files of their own, appended to the suite's list
+from bench_amp import WORKLOADS as _AMP  # noqa: E402
+from bench_dataloader import WORKLOADS as _DATALOADER  # noqa: E402
+from bench_multiprocessing import WORKLOADS as _MULTIPROCESSING  # noqa: E402
+
+WORKLOADS += _MULTIPROCESSING + _DATALOADER + [w for w in _AMP if w.name != "mlp_f32"]  # mlp_f32 is "mlp"

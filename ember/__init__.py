@@ -17,7 +17,7 @@ from .tensor.creation import arange, as_tensor, empty, empty_like, eye, from_num
 from .tensor.conversion import clone
 from .tensor.device import device
 from .tensor.dtypes import (  # noqa: A004 - torch's names
-    bool, can_cast, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+    bfloat16, bool, can_cast, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
     promote_types, result_type, set_default_dtype, uint8,
 )
 from .tensor.elementwise import add, addcdiv, addcmul, angle, bitwise_not, clamp, deg2rad, div, floor_divide, \
@@ -60,6 +60,7 @@ globals().update(nn.functional.torch_functions())  # nn's functions torch also e
 
 from . import cuda, optim, utils  # noqa: E402  (ember.cuda imports no numba-cuda until CUDA is used)
 from . import profiler  # noqa: E402  (hooks nothing until a profile records)
+from . import multiprocessing  # noqa: E402  (tensors sent between processes travel as shared memory)
 from .serialization import load, save  # noqa: E402
 from .utils.dlpack import from_dlpack  # noqa: E402  (and ember.utils.dlpack, as torch.utils.dlpack)
 
@@ -112,12 +113,21 @@ from ._settings import get_default_device, get_float32_matmul_precision, get_num
     get_num_threads, is_storage, set_default_device, set_float32_matmul_precision, set_num_interop_threads, \
     set_num_threads, typename  # noqa: E402
 from . import hub, testing  # noqa: E402  (torch.hub's checkpoint cache, torch.testing's assert_close/make_tensor)
+from . import _dynamo, compiler  # noqa: E402  (torch.compiler, torch._dynamo's reset/explain/config)
+from .compiler import compile  # noqa: E402,A004  (torch.compile)
 from . import special  # noqa: E402  (torch.special)
+from . import distributions  # noqa: E402  (torch.distributions)
 from .tensor.legacy_types import CPU_TYPES as _LEGACY_TYPES, set_default_tensor_type  # noqa: E402
 from ._determinism import are_deterministic_algorithms_enabled, get_deterministic_debug_mode, \
     is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode, \
     use_deterministic_algorithms  # noqa: E402
 from .utils import deterministic as _deterministic  # noqa: E402,F401  (ember.utils.deterministic)
+from . import amp, cpu  # noqa: E402  (torch.amp, torch.cpu.amp; ember.cuda.amp with ember.cuda)
+from .amp.autocast_mode import autocast, autocast_decrement_nesting, autocast_increment_nesting, \
+    clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, \
+    is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled, \
+    set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled, \
+    set_autocast_gpu_dtype  # noqa: E402
 
 globals().update(_LEGACY_TYPES)  # FloatTensor, LongTensor, ... (torch's legacy tensor types, made from a table)
 

@@ -4,8 +4,8 @@ Numba allocates and launches in whatever CUDA context is current. torch wraps ea
 switches instead where an op picks its backend (``ember.tensor._dispatch``) and where device storage allocates
 or launches on its own (``ember.kernels.cuda.ndarray``), and leaves the context there: the next op on the same
 device pays one integer compare. This is not the *current device* of ``ember.cuda.set_device`` (what "cuda"
-without an index means), which ``ember.cuda._state`` keeps. Kept apart from ``ember.cuda`` so that the tensor
-layer and the kernels import it without cycles.
+without an index means), which ``ember._cuda_runtime.gpus`` keeps. A leaf apart from ``ember._cuda_runtime``,
+so that the kernels import it too.
 
 Nothing here imports numba-cuda at module import.
 """

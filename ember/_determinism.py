@@ -97,7 +97,7 @@ def uninitialized_fill(np_dtype: Any) -> Any:
     if not (_enabled and fill_uninitialized_memory):
         return None
     kind = np.dtype(np_dtype).kind
-    if kind == "f":
+    if kind in "fV":  # V: bfloat16 (ml_dtypes' type)
         return np.nan
     if kind == "b":
         return True

@@ -38,6 +38,10 @@ BOOL = "bool"              # computed in the promoted dtype, the result is bool
 INT_ONLY = "int"           # integers and bool only
 FLOAT_ONLY = "float_only"  # floating inputs only, the result in the same dtype
 
+# Which one-element operands of a half-precision op keep their value (``Binary.exact_scalar``).
+SECOND = "second"
+EITHER = "either"
+
 # Who makes an op's tensor-level callables.
 GENERATED = "generated"  # the tensor layer makes its Function, Tensor methods and torch functions from the row
 WRITTEN = "written"      # the tensor layer writes its function and method (extra arguments); the rest is made here
@@ -104,6 +108,10 @@ class Binary(Elementwise):
     widths: tuple[tuple[str, str], ...] = ()  # (float dtype name, kernel op) for ops with a kernel per float width
     int_divisor: bool = False   # an integer zero divisor raises (torch's ZeroDivisionError)
     python: str = ""            # the ``operator`` function that computes it exactly on Python floats (+ - * /)
+    # Where every operand of a float16/bfloat16 op is first rounded to that dtype, these keep their value in the
+    # compute dtype (torch's original_scalar_value): SECOND, a one-element second operand (a number or a 0-d
+    # tensor); EITHER, that or a number first (torch's ``number * x`` is ``x.mul(number)``)
+    exact_scalar: str = ""
 
     arity = 2
 
@@ -196,6 +204,9 @@ UNARY: tuple[Unary, ...] = (
     Unary("copy", scalar="identity", surface=KERNEL, numpy="positive"),
     Unary("trigamma", result=FLOAT, surface=INTERNAL),  # torch spells it polygamma(1, x)
     Unary("cube", surface=KERNEL),  # x * x * x in one pass: torch's x ** 3
+    # bfloat16 on CUDA, held as uint16 bits: narrowing float32 values to bits and widening bits to values
+    Unary("bfloat16_bits", code_name="TO_BFLOAT16_BITS", surface=KERNEL),
+    Unary("bfloat16_value", code_name="FROM_BFLOAT16_BITS", surface=KERNEL),
     # torch.special
     Unary("entr", result=FLOAT, grad=lambda x, y, g: g * -(x.log() + 1), method=False, function=False,
           special=("entr",)),
@@ -245,15 +256,15 @@ BINARY: tuple[Binary, ...] = (
     Binary("sub", grad=lambda a, b, y, g, n: (g, -g), grad_reads_input=False, surface=WRITTEN,
            aliases=("subtract",), numpy="subtract", python="sub"),
     Binary("mul", grad=lambda a, b, y, g, n: (g * b if _needs(n, 0) else None, g * a if _needs(n, 1) else None),
-           surface=WRITTEN, aliases=("multiply",), numpy="multiply", python="mul"),
+           surface=WRITTEN, aliases=("multiply",), numpy="multiply", python="mul", exact_scalar=EITHER),
     Binary("div", result=FLOAT, grad=lambda a, b, y, g, n: (g / b if _needs(n, 0) else None,
                                                            -g * y / b if _needs(n, 1) else None),
            grad_reads_output=True, surface=WRITTEN, aliases=("divide", "true_divide"),
-           numpy=("divide", "true_divide"), python="truediv"),
+           numpy=("divide", "true_divide"), python="truediv", exact_scalar=SECOND),
     Binary("floor_divide", code_name="FLOOR_DIV", grad=lambda a, b, y, g, n: (g * 0, g * 0), surface=WRITTEN,
-           integer="int_floor_divide", int_divisor=True, numpy="floor_divide"),
+           integer="int_floor_divide", int_divisor=True, numpy="floor_divide", exact_scalar=SECOND),
     Binary("trunc_divide", code_name="TRUNC_DIV", grad=lambda a, b, y, g, n: (g * 0, g * 0), surface=INTERNAL,
-           integer="int_trunc_divide", int_divisor=True),
+           integer="int_trunc_divide", int_divisor=True, exact_scalar=SECOND),
     Binary("remainder", grad=lambda a, b, y, g, n: (g, -g * (a // b)), integer="int_remainder", int_divisor=True,
            numpy="remainder"),
     Binary("fmod", grad=lambda a, b, y, g, n: (g, -g * a.div(b, rounding_mode="trunc")), integer="int_fmod",
@@ -304,9 +315,11 @@ BINARY: tuple[Binary, ...] = (
     Binary("gcd", result=INT_ONLY, refuses=("bool",), tensor_only=True, inplace_function=True, numpy="gcd"),
     Binary("lcm", result=INT_ONLY, refuses=("bool",), tensor_only=True, inplace_function=True, numpy="lcm"),
     Binary("nextafter", result=FLOAT_ONLY, grad=lambda a, b, y, g, n: (g, g * 0),  # torch's: identity for input
-           tensor_only=True, widths=(("float32", "nextafter_f32"), ("float16", "nextafter_f16"))),
+           tensor_only=True,
+           widths=(("float32", "nextafter_f32"), ("float16", "nextafter_f16"), ("bfloat16", "nextafter_bf16"))),
     Binary("nextafter_f32", result=FLOAT_ONLY, surface=KERNEL),
     Binary("nextafter_f16", result=FLOAT_ONLY, surface=KERNEL),
+    Binary("nextafter_bf16", result=FLOAT_ONLY, surface=KERNEL),
     # torch.special
     Binary("xlog1py", result=FLOAT, grad=lambda a, b, y, g, n: (
         g * _xlogy_grad(a, b, True) if _needs(n, 0) else None, g * a / (b + 1) if _needs(n, 1) else None),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -238,13 +239,19 @@ def test_unknown_workload_is_named_in_the_error(suite, capsys):
 def test_each_workload_runs_through_both_apis(suite, framework):
     """The workloads are framework-neutral: every one builds and steps on the CPU in both frameworks."""
     lib = ember if framework == "ember" else pytest.importorskip("torch")
-    for workload in suite.WORKLOADS:
-        lib.manual_seed(0)
-        case = workload.build(lib, 1e-3, "cpu")
-        first, second = case.step(), case.step()
-        assert case.work > 0, workload.name
-        if first is not None:
-            assert bool(lib.isfinite(first).all()) and bool((first == second).all()), workload.name
+    before = set(multiprocessing.active_children())
+    try:
+        for workload in suite.WORKLOADS:
+            lib.manual_seed(0)
+            case = workload.build(lib, 1e-3, "cpu")
+            first, second = case.step(), case.step()
+            assert case.work > 0, workload.name
+            if first is not None:
+                assert bool(lib.isfinite(first).all()) and bool((first == second).all()), workload.name
+    finally:  # a workload's helper process (the queue round trip's echo) lives as long as the suite's worker does
+        for child in set(multiprocessing.active_children()) - before:
+            child.terminate()
+            child.join(timeout=10)
 
 
 def test_gelu_expression_is_the_tanh_gelu(suite, torch_ref):

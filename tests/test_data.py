@@ -372,10 +372,10 @@ def test_loader_argument_errors():
     loader.num_workers = 0  # not frozen
 
 
-def test_loader_num_workers_runs_in_process():
-    loader = DataLoader(Squares(5), batch_size=2, num_workers=2, worker_init_fn=lambda i: None)
+def test_loader_with_workers_gives_the_in_process_batches():
+    loader = DataLoader(Squares(5), batch_size=2, num_workers=2)
     assert [b.tolist() for b in loader] == [[0, 1], [4, 9], [16]]
-    assert get_worker_info() is None
+    assert get_worker_info() is None  # in the main process
 
 
 def test_loader_nested_samples_and_len_of_iterable_without_len():

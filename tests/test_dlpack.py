@@ -302,8 +302,9 @@ def test_jax_shares_an_ember_tensor_and_ember_shares_a_jax_array():
     j = jax.dlpack.from_dlpack(t)
     np.testing.assert_array_equal(np.asarray(j), t.numpy())
     assert j.dtype == jnp.float32 and j.shape == (2, 3)
-    t[0, 0] = 42.0  # JAX arrays are immutable to JAX, but the memory is ember's: a zero-copy import sees the write
-    assert float(j[0, 0]) == 42.0
+    if t.data_ptr() % 64 == 0:  # JAX imports without a copy only memory aligned as XLA needs (else it copies)
+        t[0, 0] = 42.0  # the memory is ember's: a zero-copy import sees the write
+        assert float(j[0, 0]) == 42.0
     a = jnp.arange(4, dtype=jnp.int32) * 3
     back = ember.from_dlpack(a)
     assert back.dtype == ember.int32 and back.tolist() == [0, 3, 6, 9]

@@ -18,25 +18,27 @@ ROOT = Path(ember.__file__).resolve().parent
 
 # Modules that import nothing of ember: the kernels may use them.
 LEAVES = ("ember.opcodes", "ember._determinism", "ember._cuda_context", "ember._matmul_precision", "ember._runtime",
-          "ember._user_warnings", "ember.return_types", "ember._grad_state")
+          "ember._user_warnings", "ember.return_types", "ember._grad_state", "ember._seeds")
 
 # What each layer must never import (a prefix matches the module and everything under it).
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "ember.kernels": ("ember.tensor", "ember.autograd", "ember.nn", "ember.optim", "ember.utils", "ember.linalg",
                       "ember.cuda", "ember.serialization", "ember.profiler", "ember._settings"),
+    "ember.tensor": ("ember.cuda",),  # the tensor layer takes CUDA's state from ember._cuda_runtime, below it
     "ember.autograd": ("ember.nn", "ember.optim", "ember.utils", "ember.kernels"),
     "ember.nn": ("ember.kernels", "ember.optim", "ember.utils"),
     "ember.optim": ("ember.kernels",),
     "ember.utils": ("ember.kernels",),
     "ember.serialization": ("ember.kernels",),
     "ember.profiler": ("ember.kernels", "ember.nn"),
+    "ember.distributions": ("ember.kernels", "ember.nn", "ember.optim", "ember.utils"),
 }
 # Backend selection (ember.tensor._dispatch.backend) is called by the tensor layer only.
 SELECTORS = {"backend"}
-# Outside the kernels, only backend selection and the torch.cuda facade import a backend package.
-BACKEND_IMPORTERS = ("ember.tensor._dispatch", "ember.cuda")
+# Outside the kernels, only backend selection and the CUDA runtime (its lazy initialisation) import a backend package.
+BACKEND_IMPORTERS = ("ember.tensor._dispatch", "ember._cuda_runtime")
 SELECTION_FREE = ("ember.nn", "ember.optim", "ember.utils", "ember.autograd", "ember.serialization",
-                  "ember.profiler")
+                  "ember.profiler", "ember.distributions")
 
 
 def _module_name(path: Path) -> str:
@@ -95,11 +97,18 @@ def test_leaf_modules_import_nothing_of_ember(leaf):
     assert _imports()[leaf] == []
 
 
-def test_kernels_import_only_kernels_and_leaves():
+# What the layers below the tensor layer may import besides the leaf modules.
+BELOW_THE_TENSOR_LAYER = {"ember.kernels": ("ember.kernels",),
+                          "ember._cuda_runtime": ("ember._cuda_runtime", "ember.kernels")}
+
+
+@pytest.mark.parametrize("layer", sorted(BELOW_THE_TENSOR_LAYER))
+def test_the_layers_below_the_tensor_layer_import_only_what_lies_below(layer):
     broken = [f"{module}:{line} imports {loaded}"
-              for module, rows in _imports().items() if _within(module, "ember.kernels")
+              for module, rows in _imports().items() if _within(module, layer)
               for target, names, line in rows for loaded in _targets(target, names)
-              if not _within(loaded, "ember.kernels") and loaded not in LEAVES]
+              if not any(_within(loaded, allowed) for allowed in BELOW_THE_TENSOR_LAYER[layer])
+              and loaded not in LEAVES]
     assert broken == []
 
 
@@ -175,25 +184,18 @@ def test_autograd_imports_the_tensor_core_at_module_top():
 # The imports of ember's code written inside functions, by (module, module it loads), each with why it cannot sit
 # at the top. Every other import of ember's code is at the top of its module: no lazy import hides a cycle.
 _CUDA_ON_FIRST_USE = "the CUDA backend (numba-cuda) loads on first CUDA use, never at `import ember`"
-_CUDA_FACADE = ("ember.cuda, torch.cuda's facade, imports the tensor layer (its Generator, the legacy CUDA types) "
-                "and holds the CUDA runtime state the tensor layer asks for")
 _DEVICE_STORAGE = ("kernels/cuda/ndarray.py is DeviceStorage's base and serves NumPy's calls with the kernels, "
                    "which make DeviceStorages")
 FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
     ("ember.tensor._dispatch", "ember.kernels.cuda"): _CUDA_ON_FIRST_USE,
-    ("ember.cuda._state", "ember.kernels.cuda"): _CUDA_ON_FIRST_USE,
-    ("ember.cuda._state", "ember.kernels.cuda.allocator"): _CUDA_ON_FIRST_USE,
-    ("ember.cuda.random", "ember.kernels.cuda.random"): _CUDA_ON_FIRST_USE,
-    **{(module, facade): _CUDA_FACADE for module, facade in (
-        ("ember.tensor.device", "ember.cuda"), ("ember.tensor.device", "ember.cuda._state"),
-        ("ember.tensor.pinned", "ember.cuda._state"), ("ember.tensor.pinned", "ember.cuda.streams"),
-        ("ember.tensor.interop", "ember.cuda._state"), ("ember.tensor.interop", "ember.cuda.streams"),
-        ("ember.tensor.legacy_types", "ember.cuda._state"), ("ember.tensor.random", "ember.cuda.random"),
-        ("ember.tensor.random_ops", "ember.cuda.random"), ("ember.tensor.fused.dropout", "ember.cuda.random"))},
+    ("ember._cuda_runtime.availability", "ember.kernels.cuda"): _CUDA_ON_FIRST_USE,
+    ("ember._cuda_runtime.availability", "ember.kernels.cuda.allocator"): _CUDA_ON_FIRST_USE,
+    ("ember._cuda_runtime.generators", "ember.kernels.cuda.random"): _CUDA_ON_FIRST_USE,
     ("ember.tensor.device", "ember.tensor.pinned"): "the tensor core imports device.py; pinned.py imports the core",
     **{("ember.kernels.cuda.ndarray", f"ember.kernels.cuda.{kernels}"): _DEVICE_STORAGE
        for kernels in ("storage", "elementwise", "products", "indexing", "scans", "reductions")},
     ("ember.kernels.cuda.storage", "ember.kernels.cuda.elementwise"): _DEVICE_STORAGE,
+    ("ember.kernels.cuda.storage", "ember.kernels.cuda.bfloat16"): _DEVICE_STORAGE,
     ("ember.profiler.events", "ember.profiler.table"): "the table formats events (table.py imports events.py)",
 }
 

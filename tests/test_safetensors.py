@@ -467,18 +467,17 @@ def _file_with_dtype(tmp_path, code: str, data: bytes, shape: list[int]):
     return path
 
 
-def test_bfloat16_files_say_ember_has_no_bfloat16_yet(tmp_path):
+def test_bfloat16_files_load_as_bfloat16(tmp_path):
     path = _file_with_dtype(tmp_path, "BF16", b"\x80\x3f\x00\x40", [2])  # 1.0, 2.0
     for load in (lambda: es.load_file(path), lambda: es.load(path.read_bytes()), lambda: fmt.load_state(path)):
-        with pytest.raises(TypeError, match="'x' of safetensors dtype BF16: ember has no bfloat16 dtype yet"):
-            load()
+        x = load()["x"]
+        assert x.dtype == ember.bfloat16 and x.float().tolist() == [1.0, 2.0]
     with es.safe_open(path) as f:
         piece = f.get_slice("x")
-        assert piece.get_dtype() == "BF16" and piece.get_shape() == [2]  # the header still reads
-        with pytest.raises(TypeError, match="bfloat16"):
-            f.get_tensor("x")
-        with pytest.raises(TypeError, match="bfloat16"):
-            piece[0]
+        assert piece.get_dtype() == "BF16" and piece.get_shape() == [2]
+        assert piece[1:].float().tolist() == [2.0]
+    back = es.load(es.save({"y": ember.tensor([0.5, -3.0]).bfloat16()}))["y"]
+    assert back.dtype == ember.bfloat16 and back.float().tolist() == [0.5, -3.0]
 
 
 @pytest.mark.parametrize("code, data", [("C64", b"\0" * 8), ("U16", b"\1\0"), ("F8_E4M3", b"\1")])

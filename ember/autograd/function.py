@@ -480,7 +480,7 @@ def _input_edge(t: Any) -> tuple | None:
     if t._requires_grad:
         accumulator = t._accumulator  # made once per leaf; read directly on every op that uses the leaf
         return (accumulator if accumulator is not None else grad_accumulator(t)).edge
-    return NO_EDGE if t._array.dtype.kind == "f" else None
+    return NO_EDGE if t._array.dtype.kind in "fV" else None  # kind V: bfloat16 (ml_dtypes' type), the one non-f float
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:

@@ -19,6 +19,12 @@ from .streams import Event, Stream, current_stream, default_stream, set_stream, 
 from ..tensor.legacy_types import CUDA_TYPES as _LEGACY_TYPES
 
 globals().update(_LEGACY_TYPES)  # torch.cuda.FloatTensor & co. (legacy tensor types on CUDA)
+from . import amp  # noqa: E402  (torch.cuda.amp's deprecated autocast and GradScaler)
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether bfloat16 tensors work on CUDA: whenever CUDA does (ember computes them in float32 on any GPU)."""
+    return is_available()
 
 
 def init() -> None:
@@ -35,5 +41,5 @@ __all__ = [
     "get_rng_state_all", "set_rng_state_all",
     "memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated", "empty_cache",
-    "memory_summary", *_LEGACY_TYPES,
+    "memory_summary", "amp", "is_bf16_supported", *_LEGACY_TYPES,
 ]

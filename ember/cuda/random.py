@@ -1,143 +1,32 @@
-"""The CUDA generators' host state (``torch.cuda.manual_seed``, ``seed``, ``get_rng_state``, ...).
+"""``torch.cuda.random``: seeding and the states of the CUDA generators (``manual_seed``, ``get_rng_state``, ...).
 
-A device generator is a seed plus an offset: the Philox kernels in ``ember.kernels.cuda.random`` turn
-(seed, offset, element index) into random bits, and every sampling call takes the next offset
-(``next_seed_offset``), so consecutive calls differ and reseeding replays the same stream. Seeding needs no
-GPU and does not initialise CUDA, as in torch; the state is 16 bytes (seed, offset), like torch's.
-
-``manual_seed_all`` (which ``ember.manual_seed`` calls) reseeds the generators that exist and sets the seed the
-others will start from, so it never asks how many devices there are (that would import numba-cuda).
-``ember.Generator("cuda")`` is a ``CudaGenerator``: its own (seed, offset), drawn from by sampling ops given it
-as ``generator=``.
+A CUDA generator is a seed and an offset per device, kept by ``ember._cuda_runtime.generators`` (below the tensor
+layer, whose sampling ops draw from it); ``ember.Generator("cuda")`` is ``ember.tensor.random.CudaGenerator``.
+Seeding needs no GPU and does not initialise CUDA, as in torch; a state is a uint8 tensor of 16 bytes (seed,
+offset), like torch's.
 """
 from __future__ import annotations
 
-import os
-import struct
-import threading
 from typing import Any
 
-from .._cuda_context import activate
-from ..tensor.random import DEFAULT_SEED, Generator, _seed_value
+from .._cuda_runtime.availability import device_count
+from .._cuda_runtime.generators import CudaGeneratorState, capture_states, generator_of, generator_state, \
+    initial_seed, manual_seed, manual_seed_all, restore_states, seed, seed_all
+from ..tensor.random import CudaGenerator, cuda_state_tensor, restore_cuda_state
 from ..tensor.tensor import Tensor
-from ._state import _device_index, device_count, is_available
-
-_STATE = struct.Struct("<QQ")
 
 
-class CudaGeneratorState:
-    """Seed and offset of the generator of device ``device_index``."""
-
-    __slots__ = ("seed", "offset", "_lock", "device_index")
-
-    def __init__(self, seed: int = DEFAULT_SEED, device_index: int = 0) -> None:
-        self.seed, self.offset = seed, 0
-        self._lock = threading.Lock()
-        self.device_index = device_index
-
-    def manual_seed(self, seed: Any) -> None:
-        """Restart from ``seed`` (wrapped to unsigned 64 bits as torch does) at offset 0."""
-        with self._lock:
-            self.seed, self.offset = _seed_value(seed), 0
-
-    def next_seed_offset(self, increment: int = 1) -> tuple[int, int]:
-        """The (seed, offset) a sampling call uses; the offset advances by ``increment`` for the next call."""
-        with self._lock:
-            taken = self.offset
-            self.offset = (self.offset + increment) & 0xFFFF_FFFF_FFFF_FFFF
-            return self.seed, taken
-
-    def restore(self, seed: int, offset: int) -> None:
-        with self._lock:
-            self.seed, self.offset = seed, offset
-
-    def draws(self) -> Any:
-        """The device sampling functions drawing from this generator (imports the CUDA kernels); they allocate and
-        launch on the generator's device."""
-        from ..kernels.cuda.random import DeviceDraws  # the CUDA kernels load on first use (numba-cuda)
-
-        activate(self.device_index)
-        return DeviceDraws(self)
-
-
-_states: dict[int, CudaGeneratorState] = {}
-_states_lock = threading.Lock()
-_start_seed = DEFAULT_SEED  # the seed of generators not created yet (set by manual_seed_all)
-
-
-def generator_state(device_index: int = 0) -> CudaGeneratorState:
-    """The generator state of one device (created on first use from the last ``manual_seed_all`` seed)."""
-    found = _states.get(device_index)
-    if found is None:
-        with _states_lock:
-            found = _states.setdefault(device_index, CudaGeneratorState(_start_seed, device_index))
-    return found
-
-
-def _index(device: Any) -> int:
-    if device is None and not is_available():
-        return 0  # seeding without CUDA is allowed and does nothing visible, as in torch
-    return _device_index(device)
-
-
-def manual_seed(seed: Any) -> None:
-    """Seed the current device's generator."""
-    generator_state(_index(None)).manual_seed(seed)
-
-
-def manual_seed_all(seed: Any) -> None:
-    """Seed the generators of all devices, those not used yet included; initialises nothing."""
-    global _start_seed
-    value = _seed_value(seed)
-    with _states_lock:
-        _start_seed = value
-        for state in _states.values():
-            state.manual_seed(value)
-
-
-def seed() -> None:
-    """Seed the current device's generator from OS entropy."""
-    manual_seed(int.from_bytes(os.urandom(8), "little"))
-
-
-def seed_all() -> None:
-    """Seed every device's generator from (one draw of) OS entropy."""
-    manual_seed_all(int.from_bytes(os.urandom(8), "little"))
-
-
-def initial_seed() -> int:
-    """The current device generator's seed."""
-    return generator_state(_index(None)).seed
-
-
-def get_rng_state(device: Any = "cuda") -> Any:
+def get_rng_state(device: Any = "cuda") -> Tensor:
     """The device generator's state as a uint8 tensor of 16 bytes (seed, offset)."""
-    return _state_tensor(generator_state(_index(device)))
+    return cuda_state_tensor(generator_of(device))
 
 
 def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
     """Restore a state captured by ``get_rng_state``."""
-    generator_state(_index(device)).restore(*_unpack_state(new_state))
+    restore_cuda_state(generator_of(device), new_state)
 
 
-def _state_tensor(state: CudaGeneratorState) -> Any:
-    """A generator's (seed, offset) as a uint8 CPU tensor of 16 bytes."""
-    import numpy as np
-
-    return Tensor._make(np.frombuffer(_STATE.pack(state.seed, state.offset), dtype=np.uint8).copy())
-
-
-def _unpack_state(new_state: Any) -> tuple[int, int]:
-    """(seed, offset) from a 16-byte state tensor or array."""
-    import numpy as np
-
-    raw = np.ascontiguousarray(new_state._array if hasattr(new_state, "_array") else new_state).tobytes()
-    if len(raw) != _STATE.size:
-        raise RuntimeError(f"Expected a CUDA generator state of {_STATE.size} bytes but found {len(raw)}")
-    return _STATE.unpack(raw)
-
-
-def get_rng_state_all() -> list[Any]:
+def get_rng_state_all() -> list[Tensor]:
     """The states of all devices' generators."""
     return [get_rng_state(i) for i in range(device_count())]
 
@@ -146,55 +35,6 @@ def set_rng_state_all(new_states: Any) -> None:
     """Restore the states of all devices' generators."""
     for index, state in enumerate(new_states):
         set_rng_state(state, index)
-
-
-def capture_states(devices: Any = None) -> tuple[int | None, dict[int, tuple[int, int]]]:
-    """A snapshot of the listed devices' generators; None: every generator, without touching CUDA."""
-    indices = list(_states) if devices is None else [_index(d) for d in devices]
-    saved = {i: (generator_state(i).seed, generator_state(i).offset) for i in indices}
-    return (_start_seed if devices is None else None), saved
-
-
-def restore_states(snapshot: tuple[int | None, dict[int, tuple[int, int]]]) -> None:
-    """Put back a ``capture_states`` snapshot; after a snapshot of every generator, one created since then starts
-    over from the seed of that time."""
-    global _start_seed
-    start, saved = snapshot
-    with _states_lock:
-        if start is not None:
-            _start_seed = start
-        for index, state in _states.items():
-            if index in saved:
-                state.restore(*saved[index])
-            elif start is not None:
-                state.restore(start, 0)
-
-
-class CudaGenerator(Generator):
-    """``torch.Generator(device="cuda")``: an independent Philox stream for CUDA sampling ops."""
-
-    def __init__(self, device: Any = "cuda") -> None:
-        self._state = CudaGeneratorState()
-        super().__init__(device)
-        self._state.device_index = self.device.index
-
-    def manual_seed(self, seed: Any) -> "CudaGenerator":
-        self._state.manual_seed(seed)
-        return self
-
-    def initial_seed(self) -> int:
-        return self._state.seed
-
-    def get_state(self) -> Any:
-        """A uint8 tensor of 16 bytes (seed, offset), as ``ember.cuda.get_rng_state``."""
-        return _state_tensor(self._state)
-
-    def set_state(self, new_state: Any) -> "CudaGenerator":
-        self._state.restore(*_unpack_state(new_state))
-        return self
-
-    def draws(self) -> Any:
-        return self._state.draws()
 
 
 __all__ = [

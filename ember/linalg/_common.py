@@ -43,10 +43,10 @@ def check_matrix(A: Any, op: str, *, square: bool = False, half_kernel: str | No
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
                            f"Got {A.dtype.scalar_type_name}")
-    if A.dtype is dtypes.float16:
+    if A.dtype.compute is not A.dtype:  # float16 and bfloat16
         if half_kernel is not None:
-            raise NotImplementedError(f'"{half_kernel}" not implemented for \'Half\'')
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+            raise NotImplementedError(f'"{half_kernel}" not implemented for \'{A.dtype.scalar_type_name}\'')
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {A.dtype.scalar_type_name}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"{op}: A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"

@@ -45,10 +45,11 @@ class MatrixExp(Function):
 @tensor_args
 @through_host
 def matrix_exp(A: Tensor) -> Tensor:
-    """The matrix exponential of each square matrix in ``A``'s last two dims (float16 is computed in float64 and
-    rounded back, where torch's CPU kernel loses the result)."""
+    """The matrix exponential of each square matrix in ``A``'s last two dims (float16 and bfloat16 are computed in
+    float64 and rounded back, where torch's CPU kernel loses the result)."""
     op = "linalg.matrix_exp"
-    check_matrix(A.to(dtypes.float32) if isinstance(A, Tensor) and A.dtype is dtypes.float16 else A, op, square=True)
+    narrow = isinstance(A, Tensor) and A.dtype.compute is not A.dtype
+    check_matrix(A.to(dtypes.float32) if narrow else A, op, square=True)
     return MatrixExp.apply(A)
 
 

@@ -6,7 +6,7 @@ import math
 from typing import Any, Sequence
 
 from ..autograd.function import Function
-from ..tensor import dtypes
+from ..tensor import autocast_policy, dtypes
 from ..tensor.elementwise import where
 from ..tensor.reduce import amax, amin, norm as _p_norm
 from ..tensor.tensor import Tensor, _wrap_dim
@@ -31,6 +31,8 @@ def _reduced_dims(x: Tensor, dim: Any) -> tuple[int, ...]:
 def vector_norm(x: Tensor, ord: float = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     """torch.linalg.vector_norm: the p-norm over ``dim`` (all dims when None), for any real ``ord``."""
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers("vector_norm", x):
+        return autocast_policy.run("vector_norm", vector_norm, x, ord, dim, keepdim)
     check_tensor(x, "linalg.vector_norm", "input")
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
@@ -67,6 +69,8 @@ def matrix_norm(A: Tensor, ord: str | float = "fro", dim: tuple[int, int] = (-2,
                 dtype: Any = None) -> Tensor:
     """torch.linalg.matrix_norm: Frobenius, nuclear, spectral (2, -2), max/min column sum (1, -1) or row sum
     (inf, -inf) norms over the two dims ``dim``."""
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers("matrix_norm", A):
+        return autocast_policy.run("matrix_norm", matrix_norm, A, ord, dim, keepdim)
     check_tensor(A, "linalg.matrix_norm")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
@@ -145,6 +149,8 @@ def dist(input: Tensor, other: Tensor, p: Any = 2) -> Tensor:
     """torch.dist: the p-norm of ``input - other`` (broadcast) over all its elements, for any real ``p`` (0 counts
     the nonzero differences, +-inf takes the largest/smallest). Differentiable; at p=0 the gradient is 0 (torch's
     backward raises there)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("dist", input):
+        return autocast_policy.run("dist", dist, input, other, p)
     check_tensor(input, "dist", "input")
     check_tensor(other, "dist", "other")
     if isinstance(p, Tensor):

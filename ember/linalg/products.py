@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..tensor import dtypes
+from ..tensor import autocast_policy, dtypes
 from ..tensor.dtypes import float16, float32, int64
 from ..tensor.joins import cat
 from ..tensor.matmul import matmul
@@ -68,6 +68,8 @@ def _multiply(mats: Sequence[Tensor], split: list[list[int]], i: int, j: int) ->
 def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
     """torch.linalg.multi_dot: the product of a chain of matrices (first/last may be vectors), multiplied in the
     order that costs the fewest flops."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("multi_dot", tensors):
+        return autocast_policy.run("multi_dot", multi_dot, tensors)
     tensors = list(tensors)
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
@@ -105,6 +107,8 @@ def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
 @with_out
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (other dims broadcast)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("cross", input):
+        return autocast_policy.run("cross", cross, input, other, dim=dim)
     check_tensor(input, "linalg.cross", "input")
     check_tensor(other, "linalg.cross", "other")
     if input.ndim != other.ndim:
@@ -132,6 +136,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 @with_out
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """torch.linalg.vecdot: the dot product of vectors along ``dim``, other dims broadcast."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("vecdot", x):
+        return autocast_policy.run("vecdot", vecdot, x, y, dim=dim)
     check_tensor(x, "linalg.vecdot", "x")
     check_tensor(y, "linalg.vecdot", "y")
     if not x.dtype.is_floating_point:
@@ -161,7 +167,7 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """torch.linalg.vander: the Vandermonde matrix ``x_i**j`` for j < N (default ``x.size(-1)``, at least 2),
     batched over x's leading dims; differentiable."""
     check_tensor(x, "linalg.vander", "x")
-    if x.dtype in (dtypes.bool, float16):
+    if x.dtype in (dtypes.bool, float16, dtypes.bfloat16):
         raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
                            f"{x.dtype.scalar_type_name}")
     check_vander_size("linalg_vander", N)

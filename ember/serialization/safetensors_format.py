@@ -32,7 +32,8 @@ MISSING_PACKAGE = "ember: .safetensors files need the safetensors package: pip i
 
 # safetensors' dtype codes for the ember dtypes (every ember dtype has one; the package takes ember's names on save)
 DTYPES = {"BOOL": dtypes.bool, "U8": dtypes.uint8, "I8": dtypes.int8, "I16": dtypes.int16, "I32": dtypes.int32,
-          "I64": dtypes.int64, "F16": dtypes.float16, "F32": dtypes.float32, "F64": dtypes.float64}
+          "I64": dtypes.int64, "F16": dtypes.float16, "F32": dtypes.float32, "F64": dtypes.float64,
+          "BF16": dtypes.bfloat16}
 
 SHARED_MEMORY = (
     "Some tensors share memory, this will lead to duplicate memory on disk and potential differences when loading "
@@ -164,12 +165,8 @@ def ember_dtype(code: str, name: str) -> dtypes.dtype:
     found = DTYPES.get(code)
     if found is not None:
         return found
-    if code == "BF16":
-        reason = ("ember has no bfloat16 dtype yet; convert the tensor to float32 where it was saved "
-                  "(t.float() in torch) and save it again")
-    else:
-        reason = f"ember has no dtype for it (ember's are {', '.join(DTYPES)})"
-    raise TypeError(f"cannot load tensor {name!r} of safetensors dtype {code}: {reason}")
+    raise TypeError(f"cannot load tensor {name!r} of safetensors dtype {code}: ember has no dtype for it (ember's "
+                    f"are {', '.join(DTYPES)})")
 
 
 def _plain_key(key: Any, shape: list[int]) -> tuple | None:

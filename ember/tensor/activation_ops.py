@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import dtypes
+from . import autocast_policy, dtypes
 from . import elementwise as ew
 from .arguments import tensor_args
 from .fused.softmax import softmax as fused_softmax
@@ -40,6 +40,9 @@ def checked_softmax(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
     if not isinstance(input, Tensor):
         name = "log_softmax" if log else "softmax"
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    op = "log_softmax" if log else "softmax"
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers(op, input):
+        return autocast_policy.run(op, checked_softmax, input, dim, dtype, log)
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
     d = _wrap_dim(int(dim), input.ndim)
@@ -71,6 +74,8 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 @tensor_args
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, with one weight per channel (dim 1) or one shared."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("prelu", input):
+        return autocast_policy.run("prelu", prelu, input, weight)
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}")
     n = weight.numel()

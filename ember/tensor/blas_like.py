@@ -14,7 +14,8 @@ from typing import Any, Callable
 from ..autograd.function import name_node
 from . import dtypes
 from .elementwise import binary, inplace
-from .matmul import addmm, bmm, dot, matmul
+from . import autocast_policy
+from .matmul import addmm, bmm, dot, matmul, rounded_once
 from .out_arg import with_out
 from .tensor import Tensor
 from .arguments import tensor_args
@@ -49,8 +50,11 @@ def _refuse_bool(dt: dtypes.dtype, kernel: str) -> None:
 
 @tensor_args
 @with_out
+@rounded_once
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("addmv", mat):
+        return autocast_policy.run("addmv", addmv, input, mat, vec, beta=beta, alpha=alpha)
     for x, arg in ((input, "input"), (mat, "mat"), (vec, "vec")):
         _check_tensor("addmv", x, arg)
     if mat.ndim != 2 or vec.ndim != 1 or input.ndim > 1:
@@ -78,6 +82,8 @@ def _addr_scalar(dt: dtypes.dtype, value: Any, name: str) -> Any:
 @with_out(cast=True)
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * outer(vec1, vec2)``, in the dtype the three promote to (``and``/``or`` for bool)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("addr", vec1):
+        return autocast_policy.run("addr", addr, input, vec1, vec2, beta=beta, alpha=alpha)
     for x, arg in ((input, "input"), (vec1, "vec1"), (vec2, "vec2")):
         _check_tensor("addr", x, arg)
     for x, arg in ((vec1, "vec1"), (vec2, "vec2")):
@@ -105,8 +111,11 @@ def _check_batches(input: Tensor, batch1: Tensor, batch2: Tensor, keep_batch: bo
 
 @tensor_args
 @with_out
+@rounded_once
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)`` (``input`` broadcast to the batch of products)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("baddbmm", batch1):
+        return autocast_policy.run("baddbmm", baddbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     for x, arg in ((input, "input"), (batch1, "batch1"), (batch2, "batch2")):
         _check_tensor("baddbmm", x, arg)
     if not (input.dtype is batch1.dtype is batch2.dtype):
@@ -122,8 +131,11 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alp
 
 @tensor_args
 @with_out
+@rounded_once
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``: the batch of products summed into one matrix."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("addbmm", batch1):
+        return autocast_policy.run("addbmm", addbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     for x, arg in ((input, "input"), (batch1, "batch1"), (batch2, "batch2")):
         _check_tensor("addbmm", x, arg)
     _check_batches(input, batch1, batch2, False)
@@ -167,6 +179,8 @@ addmv_ = tensor_args(_in_place("addmv", addmv))
 @with_out
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """``sum(conj(input) * other)`` of two 1-D tensors: ``dot`` for ember's real dtypes."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("vdot", input):
+        return autocast_policy.run("vdot", vdot, input, other)
     _check_tensor("vdot", input, "input")
     _check_tensor("vdot", other, "other")
     if input.ndim != 1 or other.ndim != 1:

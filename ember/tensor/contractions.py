@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd.function import Function
-from . import dtypes
+from . import autocast_policy, dtypes
 from ._dispatch import ascontiguous, broadcast_shapes, sum_to_shape
 from .elementwise import binary, mul, where
 from .matmul import matmul
@@ -217,6 +217,8 @@ def _contract(a: Tensor, la: list[Any], b: Tensor, lb: list[Any], keep: set) -> 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation with torch's equation language (implicit/explicit output, ``...``, diagonals)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("einsum", operands):
+        return autocast_policy.run("einsum", einsum, equation, *operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str) or not operands:
@@ -257,6 +259,8 @@ def _dims_list(value: Any) -> list[int]:
 @with_out
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or explicit lists of dims)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("tensordot", a):
+        return autocast_policy.run("tensordot", tensordot, a, b, dims)
     if isinstance(dims, Tensor) and dims.ndim == 0 or isinstance(dims, (int, np.integer)):
         n = int(dims)
         if n < 0:
@@ -319,6 +323,8 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 @tensor_args
 def trace(input: Tensor) -> Tensor:
     """Sum of the main diagonal of a matrix (integers sum to int64)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("trace", input):
+        return autocast_policy.run("trace", trace, input)
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dtypes.bool:
@@ -398,6 +404,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     Every ``compute_mode`` computes the differences directly (exact, but it holds a (..., P, R, M) temporary):
     torch's matrix-product shortcut for p=2 trades accuracy for memory.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("cdist", x1):
+        return autocast_policy.run("cdist", cdist, x1, x2, p, compute_mode)
     if compute_mode not in _COMPUTE_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     for name, x in (("X1", x1), ("X2", x2)):
@@ -410,8 +418,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = "use_mm_fo
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     _same_dtype((x1, x2))
-    if x1.dtype is dtypes.float16:
-        raise NotImplementedError("\"cdist\" not implemented for 'Half'")
+    if x1.dtype.compute is not x1.dtype:  # float16 and bfloat16
+        raise NotImplementedError(f"\"cdist\" not implemented for '{x1.dtype.scalar_type_name}'")
     broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
     return Cdist.apply(x1, x2, float(p))
 

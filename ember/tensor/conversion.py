@@ -25,7 +25,10 @@ class Cast(Function):
     @staticmethod
     def forward(ctx, x, dt):
         ctx.dtype = x.dtype
-        return x._array.astype(dt.np)
+        arr = x._array
+        if arr.dtype == dtypes.bfloat16.np and not dt.is_floating_point and dt is not dtypes.bool:
+            arr = arr.astype(np.float32)  # through float32 (exact), so out-of-range values wrap as float32's do
+        return arr.astype(dt.np)
 
     @staticmethod
     def backward(ctx, g):
@@ -121,6 +124,7 @@ def _caster(dt: dtypes.dtype):
 float_ = _caster(dtypes.float32)
 double = _caster(dtypes.float64)
 half = _caster(dtypes.float16)
+bfloat16 = _caster(dtypes.bfloat16)
 long = _caster(dtypes.int64)
 int_ = _caster(dtypes.int32)
 short = _caster(dtypes.int16)

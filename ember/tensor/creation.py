@@ -47,8 +47,8 @@ def _dtype_or_default(dtype: Any) -> dtypes.dtype:
 
 def _infer_dtype(data: Any, array: np.ndarray) -> dtypes.dtype:
     """The dtype torch infers for ``data``: NumPy arrays keep theirs, Python floats take the default."""
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        return dtypes.from_numpy_dtype(array.dtype)
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic) or array.dtype == dtypes.bfloat16.np:
+        return dtypes.from_numpy_dtype(array.dtype)  # (bfloat16 here: a list of bfloat16 tensors, as torch keeps)
     if array.dtype.kind == "f":
         return dtypes.get_default_dtype()
     if array.dtype.kind in "iu":
@@ -80,7 +80,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         return _finish(place(data._array, dev).astype(dt.np), requires_grad, dev, pin_memory)
     device = factory_device(device)
     array = _to_numpy(data)
-    if array.dtype == object or array.dtype.kind not in "biuf":
+    if array.dtype == object or (array.dtype.kind not in "biuf" and array.dtype != dtypes.bfloat16.np):
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(data, array)
     return _finish(np.array(array, dtype=dt.np, copy=True), requires_grad, device, pin_memory)

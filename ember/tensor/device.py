@@ -1,101 +1,26 @@
 """``ember.device``: where a tensor's storage lives, and the default device creation functions use.
 
 The default device is per thread, as in torch: ``ember.set_default_device`` sets it for the calling thread and
-``with ember.device("cuda"):`` changes it inside the block (a new thread starts on the CPU).
+``with ember.device("cuda"):`` changes it inside the block (a new thread starts on the CPU). The device type and
+that per-thread default are ``ember._cuda_runtime.device``'s (the CUDA runtime reads and returns devices); this
+module normalises ``device=`` arguments and places arrays on devices.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
 from .._cuda_context import activate
-
-
-class device:
-    """A device such as ``device("cpu")`` or ``device("cuda", 0)``; compares equal to its string form."""
-
-    __slots__ = ("type", "index", "_hash")  # the hash is kept: every recorded op hashes its outputs' device
-
-    def __init__(self, type: Any, index: int | None = None) -> None:  # noqa: A002 - torch's name
-        if isinstance(type, device):
-            self.type, self.index, self._hash = type.type, type.index, type._hash
-            return
-        if isinstance(type, int):  # torch's "index of the current accelerator": ember's accelerator is CUDA
-            _require_accelerator()
-            type, index = "cuda", type
-        if not isinstance(type, str):
-            raise TypeError(f"device() expected a string or int, got {type.__class__.__name__}")
-        name, _, idx = type.partition(":")
-        if name not in ("cpu", "cuda", "meta"):
-            raise RuntimeError(
-                f"Expected one of cpu, cuda, meta device type at start of device string: {type}"
-            )
-        if idx:
-            if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {type}")
-            if not idx.isdigit():
-                raise RuntimeError(f"Invalid device string: '{type}'")
-            index = int(idx)
-        self.type = name
-        self.index = index
-        self._hash = hash((name, index))
-
-    def __repr__(self) -> str:
-        if self.index is None:
-            return f"device(type='{self.type}')"
-        return f"device(type='{self.type}', index={self.index})"
-
-    def __str__(self) -> str:
-        return self.type if self.index is None else f"{self.type}:{self.index}"
-
-    def __eq__(self, other: Any) -> bool:
-        if isinstance(other, str):
-            other = device(other)
-        if not isinstance(other, device):
-            return NotImplemented
-        return self.type == other.type and self.index == other.index
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __reduce__(self):
-        return (device, (self.type, self.index))
-
-    def __enter__(self) -> "device":
-        """Make this the default device of creation functions until the block ends (as torch's device does)."""
-        _defaults.stack.append(_defaults.device)
-        _defaults.device = self
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _defaults.device = _defaults.stack.pop()
-
-
-def _require_accelerator() -> None:
-    from .. import cuda  # not at the top: ember.cuda imports the tensor layer
-
-    if not cuda.is_available():
-        raise RuntimeError("Cannot access accelerator device when none is available.")
-
-
-class _Defaults(threading.local):
-    """Per thread: the default device of creation functions (None: the CPU) and those ``with device`` replaced."""
-
-    device: "device | None" = None
-
-    def __init__(self) -> None:
-        self.stack: list = []
-
-
-_defaults = _Defaults()
+from .._cuda_runtime.availability import _lazy_init, device_count, storage_type
+from .._cuda_runtime.device import defaults, device
+from .._cuda_runtime.gpus import current_device
 
 
 def set_default(value: Any) -> None:
     """Make ``value`` (None: the CPU) this thread's default device. Checked for a valid name only: an unusable
     device (CUDA without a GPU) raises when a tensor is created there, as in torch."""
-    _defaults.device = None if value is None else device(value)
+    defaults.device = None if value is None else device(value)
 
 
 def default_device() -> "device":
@@ -123,13 +48,11 @@ def as_device(value: Any) -> device:
         return value  # already normalised (a tensor's own device)
     dev = value if isinstance(value, device) else device(value)
     if dev.type == "cuda":
-        from .. import cuda  # not at the top: ember.cuda imports the tensor layer
-
-        cuda._lazy_init()  # without numba-cuda or a GPU: the error that says how to install GPU support
-        index = cuda.current_device() if dev.index is None else dev.index
-        if not 0 <= index < cuda.device_count():
+        _lazy_init()  # without numba-cuda or a GPU: the error that says how to install GPU support
+        index = current_device() if dev.index is None else dev.index
+        if not 0 <= index < device_count():
             raise RuntimeError(f"CUDA error: invalid device ordinal (device '{dev}' requested, "
-                               f"{cuda.device_count()} device(s) available)")
+                               f"{device_count()} device(s) available)")
         return cuda_device(index)
     if dev.type != "cpu":
         raise RuntimeError(f"ember: device '{dev}' is not available; ember runs tensors on the CPU and CUDA")
@@ -139,7 +62,7 @@ def as_device(value: Any) -> device:
 def factory_device(value: Any, fallback: device = CPU) -> device:
     """A creation function's ``device=``: ``value``, else this thread's default device, else ``fallback``."""
     if value is None:
-        value = _defaults.device
+        value = defaults.device
         if value is None:
             return fallback
     return as_device(value)
@@ -162,8 +85,6 @@ def place(array: Any, dev: device, non_blocking: bool = False) -> Any:
 
     if non_blocking and array.flags.c_contiguous and is_pinned_array(array):
         return copy_to_device_async(array)
-    from ..cuda._state import storage_type  # not at the top: ember.cuda imports the tensor layer
-
     return storage_type().from_numpy(array)
 
 
@@ -171,8 +92,6 @@ def allocate(shape: tuple[int, ...], dtype: np.dtype, dev: device, fill: Any = N
     """A new C-contiguous array on ``dev``, filled with ``fill`` unless it is None."""
     if dev.type == "cpu":
         return np.empty(shape, dtype=dtype) if fill is None else np.full(shape, fill, dtype=dtype)
-    from ..cuda._state import storage_type  # not at the top: ember.cuda imports the tensor layer
-
     activate(dev.index)
     array = storage_type().empty(shape, dtype)
     if fill is not None:

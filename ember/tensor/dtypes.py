@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.common.dtypes import compute_dtype as _kernel_compute_dtype
+from ..kernels.common.dtypes import BFLOAT16 as _NP_BFLOAT16, compute_dtype as _kernel_compute_dtype
 
 
 class dtype:
@@ -15,7 +15,7 @@ class dtype:
 
     Besides torch's attributes it carries torch's two spellings of it in messages, ``scalar_type_name`` (the
     ScalarType: "Float", as in "torch.FloatTensor") and ``cpp_type_name`` (the C++ type: "float"), and
-    ``compute``, the dtype kernels compute it in (float32 for float16, else itself).
+    ``compute``, the dtype kernels compute it in (float32 for float16 and bfloat16, else itself).
     """
 
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category", "scalar_type_name",
@@ -54,11 +54,12 @@ int16 = dtype("int16", np.int16, _INT, "Short", "short int")
 int32 = dtype("int32", np.int32, _INT, "Int", "int")
 int64 = dtype("int64", np.int64, _INT, "Long", "long int")
 float16 = dtype("float16", np.float16, _FLOAT, "Half", "c10::Half")
+bfloat16 = dtype("bfloat16", _NP_BFLOAT16, _FLOAT, "BFloat16", "c10::BFloat16")
 float32 = dtype("float32", np.float32, _FLOAT, "Float", "float")
 float64 = dtype("float64", np.float64, _FLOAT, "Double", "double")
 
-ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
-FLOAT_DTYPES = (float16, float32, float64)
+ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+FLOAT_DTYPES = (float16, bfloat16, float32, float64)
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 for _d in ALL_DTYPES:  # the kernels' rule, on NumPy dtypes, written in ember.kernels.common.dtypes
@@ -77,8 +78,8 @@ def _dtype_by_name(name: str) -> dtype:
 
 
 def compute_dtype(dt: dtype) -> dtype:
-    """The dtype kernels compute ``dt`` in (``dt.compute``): float16 is widened to float32, as torch's CPU
-    kernels do, and the result is rounded back once."""
+    """The dtype kernels compute ``dt`` in (``dt.compute``): float16 and bfloat16 are widened to float32, as
+    torch's CPU kernels do, and the result is rounded back once."""
     return dt.compute
 
 
@@ -204,7 +205,8 @@ def to_dtype(value: Any) -> dtype:
 
 
 _C10_TYPE_NAMES = {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t",
-                   "float64": "double", "float32": "float", "float16": "c10::Half"}
+                   "float64": "double", "float32": "float", "float16": "c10::Half",
+                   "bfloat16": "c10::BFloat16"}
 
 
 def check_number_fits(value: Any, dt: dtype) -> None:

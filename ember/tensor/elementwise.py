@@ -21,7 +21,7 @@ from ..autograd import dual_levels, function as _function
 from ..autograd.function import NO_RECORD, Function, must_apply
 from ..autograd.tangents import total_tangent
 from ..autograd.grad_mode import is_grad_enabled
-from . import dtypes
+from . import autocast_policy, dtypes
 from ._dispatch import as_array, backend, broadcast_shapes, compute_dtype, empty_like_layout, on_device, shape_of, \
     sum_to_shape
 from .tensor import Tensor, _check_inplace, _check_no_internal_overlap
@@ -137,9 +137,12 @@ _UNARY_CLASSES = {name: _unary_class(d) for name, d in UNARY_OPS.items()}
 @tensor_args
 @with_out
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - torch's name
-    """Round half to even, at ``decimals`` digits after the point (as torch: scale, round, unscale)."""
+    """Round half to even, at ``decimals`` digits after the point (as torch: scale, round, unscale; float16 and
+    bfloat16 in float32, rounded once)."""
     if decimals == 0:
         return unary("round", input)
+    if input.dtype.compute is not input.dtype:
+        return round(input.to(input.dtype.compute), decimals=decimals).to(input.dtype)
     scale = 10.0 ** decimals
     return unary("round", input * scale) / scale
 
@@ -154,6 +157,8 @@ def _check_tensor(name: str, x: Any) -> Tensor:
 def unary(name: str, x: Any) -> Tensor:
     """Apply the unary op ``name`` to tensor ``x``."""
     _check_tensor(name, x)
+    if autocast_policy.ACTIVE and autocast_policy.covers(name, x):
+        return autocast_policy.run(name, unary, name, x)
     cls = _UNARY_CLASSES[name]
     if cls.checks_inputs:  # one attribute test for the ops without such rules
         dt = x.dtype
@@ -252,6 +257,7 @@ class _Binary(Function):
     grad: Callable | None = None
     uses_output = False
     uses_inputs = True  # add and sub need neither input for their gradient: nothing is saved for them
+    exact_scalar = ""  # which one-element operands keep their value (see ``opcodes.Binary.exact_scalar``)
 
     @classmethod
     def compute(cls, a: Any, b: Any) -> np.ndarray:
@@ -265,7 +271,13 @@ class _Binary(Function):
         promoted = dtypes.result_type_of((a, b))
         code, cdt, rdt = cls.select(promoted)
         shape = broadcast_shapes(shape_of(a) or (), shape_of(b) or (), op=cls.kernel)
-        arrays = [as_array(a, cdt), as_array(b, cdt)]
+        if promoted.compute is promoted:
+            arrays = [as_array(a, cdt), as_array(b, cdt)]
+        else:  # float16 or bfloat16, computed in float32: the operands are rounded to that dtype first, as in torch
+            keep_a = cls.exact_scalar == op.EITHER and x is None
+            keep_b = cls.exact_scalar and (y is None or y.ndim == 0)
+            arrays = [as_array(a, cdt) if keep_a else _rounded_operand(a, promoted, cdt),
+                      as_array(b, cdt) if keep_b else _rounded_operand(b, promoted, cdt)]
         cls.validate(a, b, arrays, cdt)
         return _run(backend(a, b).binary, code, arrays, shape, cdt, rdt)
 
@@ -321,6 +333,15 @@ class _Binary(Function):
                 g = t if t.shape == out.shape else t.expand(tuple(out.shape))
                 parts.append(cls.grad(a, b, out, g, (i == 0, i == 1))[i])
         return total_tangent(parts, out)
+
+
+def _rounded_operand(x: Any, narrow: dtypes.dtype, cdt: dtypes.dtype) -> Any:
+    """Operand ``x`` (a tensor or a number) of an op whose operands promote to float16/bfloat16 ``narrow``, in the
+    compute dtype ``cdt``: first rounded to ``narrow`` unless it already is of it (torch casts every operand to the
+    common dtype, so ``bf16 + 1.7`` adds bfloat16's 1.703125)."""
+    if isinstance(x, Tensor) and x._array.dtype == narrow.np:
+        return as_array(x, cdt)
+    return as_array(x, narrow).astype(cdt.np)
 
 
 _SAME_DTYPE_CODES: dict[tuple[type, str], int | None] = {}
@@ -386,10 +407,25 @@ _POW_SHORTCUTS: dict[float, Callable[[Tensor], np.ndarray]] = {
 }
 
 
+def _square(x: Tensor) -> Tensor:
+    return Tensor._make(_BINARY_CLASSES["mul"].compute(x, x))
+
+
+# The bfloat16 powers torch computes in bfloat16 steps, each product rounded: x**3 = (x*x)*x, x**-2 = 1/(x*x) (its
+# other shortcuts round once, as the plain kernel does).
+_BFLOAT16_POW_STEPS: dict[float, Callable[[Tensor], np.ndarray]] = {
+    3.0: lambda x: _BINARY_CLASSES["mul"].compute(_square(x), x),
+    -2.0: lambda x: _BINARY_CLASSES["div"].compute(1.0, _square(x)),
+}
+
+
 def _pow_compute(cls, a, b):
-    """``a ** b``, through ``_POW_SHORTCUTS`` for a float32/float64 tensor and one of their exponents."""
-    if isinstance(a, Tensor) and type(b) in (int, float) and a.dtype in (dtypes.float32, dtypes.float64):
-        shortcut = _POW_SHORTCUTS.get(float(b))
+    """``a ** b``, through ``_POW_SHORTCUTS`` for a float32/float64 tensor and one of their exponents (and
+    ``_BFLOAT16_POW_STEPS`` for bfloat16)."""
+    if isinstance(a, Tensor) and type(b) in (int, float):
+        dt = a.dtype
+        shortcut = _POW_SHORTCUTS.get(float(b)) if dt in (dtypes.float32, dtypes.float64) else \
+            _BFLOAT16_POW_STEPS.get(float(b)) if dt is dtypes.bfloat16 else None
         if shortcut is not None:
             return shortcut(a)
     return _Binary.compute.__func__(cls, a, b)
@@ -418,7 +454,7 @@ def _binary_rules(d: op.Binary) -> dict[str, Callable]:
 def _binary_class(d: op.Binary) -> type:
     attrs = {"code": d.code, "kind": d.result, "kernel": d.name.replace("_", ""),
              "grad": staticmethod(d.grad) if d.grad else None,
-             "uses_output": d.grad_reads_output, "uses_inputs": d.grad_reads_input,
+             "uses_output": d.grad_reads_output, "uses_inputs": d.grad_reads_input, "exact_scalar": d.exact_scalar,
              **{k: classmethod(v) for k, v in _binary_rules(d).items()}}
     cls = type(_class_name(d), (_Binary,), attrs)
     cls.__doc__ = f"Elementwise {d.name} of two operands."
@@ -465,6 +501,8 @@ def _check_sub_operands(a: Any, b: Any) -> None:
 
 def binary(name: str, a: Any, b: Any) -> Tensor:
     """Apply the binary op ``name`` with broadcasting and torch's type promotion."""
+    if autocast_policy.ACTIVE and autocast_policy.covers(name, (a, b)):
+        return autocast_policy.run(name, binary, name, a, b)
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)):  # two tensors: the common case needs no check
         if name in _TENSOR_ONLY:
             _check_tensor_operands(name, a, b)
@@ -488,15 +526,24 @@ def _is_bool(x: Any) -> bool:
     return isinstance(x, Tensor) and x.dtype is dtypes.bool or isinstance(x, (bool, np.bool_))
 
 
-def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
-    """``alpha * other`` for add/sub, with torch's alpha rules: no float alpha for integral operands, and a bool
-    result takes alpha as a bool."""
+def _scaled_sum(name: str, input: Any, other: Any, alpha: Any) -> Tensor:
+    """``input + alpha * other`` (``name`` "add") or ``input - alpha * other`` ("sub"), with torch's alpha rules:
+    no float alpha for integral operands, and a bool result takes alpha as a bool. float16 and bfloat16 operands
+    and alpha are rounded to their dtype and the whole sum computed in float32 and rounded once, as torch's kernel
+    does (not ``alpha * other`` rounded first)."""
     promoted = dtypes.result_type_of((input, other))
     if not promoted.is_floating_point and isinstance(alpha, (float, np.floating)):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if name == "sub":
         _check_sub_operands(input, other)  # before ``alpha * other`` turns a bool into a number
-    return mul(other, bool(alpha) if promoted is dtypes.bool else alpha)
+    if promoted.compute is promoted:
+        return binary(name, input, mul(other, bool(alpha) if promoted is dtypes.bool else alpha))
+    wide = promoted.compute
+
+    def widened(x: Any) -> Any:
+        return x.to(promoted).to(wide) if isinstance(x, Tensor) else float(promoted.np.type(x))
+
+    return binary(name, widened(input), mul(widened(other), widened(alpha))).to(promoted)
 
 
 @tensor_args
@@ -504,7 +551,7 @@ def _scaled(name: str, input: Any, other: Any, alpha: Any) -> Any:
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other``."""
     if type(alpha) is not int or alpha != 1:  # the default costs one test: ``x + y`` comes through here
-        other = _scaled("add", input, other, alpha)
+        return _scaled_sum("add", input, other, alpha)
     return binary("add", input, other)
 
 
@@ -520,7 +567,7 @@ def add_into(total: Tensor, other: Tensor) -> bool:
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other``."""
     if type(alpha) is not int or alpha != 1:
-        other = _scaled("sub", input, other, alpha)
+        return _scaled_sum("sub", input, other, alpha)
     return binary("sub", input, other)
 
 
@@ -536,6 +583,8 @@ def mul(input: Any, other: Any) -> Tensor:
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """True division, or ``rounding_mode`` "trunc" / "floor" (integer results stay integer)."""
     if rounding_mode is None:
+        if not isinstance(input, Tensor) and isinstance(other, Tensor) and other.dtype.compute is not other.dtype:
+            return mul(unary("reciprocal", other), input)  # ``number / half``: torch's __rtruediv__, rounded twice
         return binary("div", input, other)
     if rounding_mode == "trunc":
         return binary("trunc_divide", input, other)
@@ -742,6 +791,8 @@ def _addc(op: str, combine: Callable, input: Tensor, tensor1: Tensor, tensor2: T
 @with_out(cast=True)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("addcmul", input):
+        return autocast_policy.run("addcmul", addcmul, input, tensor1, tensor2, value=value)
     return _addc("addcmul", mul, input, tensor1, tensor2, value)
 
 
@@ -749,6 +800,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 @with_out(cast=True)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("addcdiv", input):
+        return autocast_policy.run("addcdiv", addcdiv, input, tensor1, tensor2, value=value)
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "

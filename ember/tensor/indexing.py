@@ -22,9 +22,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .._determinism import alert_not_deterministic
+from ..kernels.common.dtypes import FLOAT_KINDS
 from ..autograd.function import Function
 from ..autograd.tangents import linear_jvp
-from . import dtypes, views
+from . import autocast_policy, dtypes, views
 from .dtypes import check_number_fits
 from ._dispatch import ascontiguous, backend, broadcast_shapes, copy_array, sum_to_shape
 from .device import CPU, array_device, place
@@ -545,6 +546,8 @@ def _index_put_flat(x: Tensor, values: Tensor, key: Key, accumulate: bool) -> Te
 @with_out
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """``input`` with its slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("index_copy", input):
+        return autocast_policy.run("index_copy", index_copy, input, dim, index, source)
     _check_same_dtype(input, source, "index_copy_(): self and source expected to have the same dtype, but got "
                                      "(self) {self} and (source) {other}")
     d, key = _vector_key("index_copy", input, dim, index, IndexError, prefix="index_copy_(): ", wrap=False,
@@ -572,6 +575,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 @tensor_args
 def index_put(input: Tensor, indices: Sequence[Tensor], values: Tensor, accumulate: bool = False) -> Tensor:
     """``input`` with ``values`` written (or added, duplicates accumulating) at ``input[indices]``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("index_put", input):
+        return autocast_policy.run("index_put", index_put, input, indices, values, accumulate)
     for i, t in enumerate(indices):
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 1, but got {type(t).__name__}")
@@ -733,7 +738,7 @@ def _identity(reduce: str, dt: np.dtype) -> Any:
         return 0
     if reduce == "prod":
         return 1
-    if dt.kind == "f":
+    if dt.kind in FLOAT_KINDS:
         return -np.inf if reduce == "amax" else np.inf
     if dt.kind == "b":
         return reduce == "amin"
@@ -756,7 +761,7 @@ def _divide_by_count(flat: Any, pos: np.ndarray, include_self: bool) -> None:
     index's size), in place on ``flat``'s device."""
     hit, count = np.unique(pos, return_counts=True)
     count = place(count + int(include_self), array_device(flat)).astype(flat.dtype)
-    flat[hit] = flat[hit] / count if flat.dtype.kind == "f" else flat[hit] // count
+    flat[hit] = flat[hit] / count if flat.dtype.kind in FLOAT_KINDS else flat[hit] // count
 
 
 class ScatterReduce(Function):
@@ -871,6 +876,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 @with_out
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``input`` with ``src`` added along ``dim`` at ``index`` (duplicates accumulate)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("scatter_add", input):
+        return autocast_policy.run("scatter_add", scatter_add, input, dim, index, src)
     return _scatter("scatter_add", input, dim, index, src, "sum", True)
 
 

@@ -22,6 +22,9 @@ from typing import Any
 import numpy as np
 
 from .._cuda_context import using
+from .._cuda_runtime.availability import is_simulator, storage_type
+from .._cuda_runtime.gpus import current_device
+from .._cuda_runtime.streams import Stream, current_stream, default_stream
 from . import dtypes
 from .device import CPU, as_device
 from .dlpack_abi import IS_COPIED, DLDeviceType, compact_strides, consume, describe, make_capsule
@@ -62,9 +65,6 @@ def dlpack(self: Tensor, *, stream: Any = -1, max_version: tuple[int, int] | Non
 def _hand_over_on_cuda(index: int, stream: int | None) -> None:
     """torch's checks of a CUDA export (a tensor of the current device), then DLPack's ordering: unless ``stream``
     is -1, the consumer's stream waits for the work queued so far on ember's current stream."""
-    from ..cuda._state import current_device
-    from ..cuda.streams import current_stream
-
     if index != current_device():
         raise BufferError(f"Can't export tensors on a different CUDA device index. Expected: {index}. Current "
                           f"device: {current_device()}.")
@@ -121,8 +121,6 @@ def cuda_array_interface(self: Tensor) -> dict:
     if self._requires_grad:
         raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad. If gradients aren't "
                            "required, use var.detach() to get Variable that doesn't require grad.")
-    from ..cuda.streams import current_stream
-
     item = array.dtype.itemsize
     pointer = current_stream(array.device_index).cuda_stream
     return {"typestr": array.dtype.str, "shape": tuple(array.shape),
@@ -135,8 +133,6 @@ def _device_address(storage: Any) -> int:
     simulated device memory."""
     if not storage.numel:
         return 0
-    from ..cuda._state import is_simulator
-
     buffer = storage.buffer
     base = buffer.ctypes.data if is_simulator() else buffer.__cuda_array_interface__["data"][0]
     return base + storage.offset * storage.dtype.itemsize
@@ -174,8 +170,6 @@ def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None
             raise ValueError(f"cannot move DLPack tensor from device {source} to {wanted} without copying. Set "
                              "copy=None or copy=True.")
     if source[0] in _DEVICE_TYPES:
-        from ..cuda.streams import current_stream
-
         kwargs["stream"] = current_stream(source[1]).cuda_stream or 1  # the legacy default stream is 1
     capsule, copied = _request(ext_tensor, kwargs)
     t = _from_capsule(capsule)
@@ -231,9 +225,6 @@ def from_cuda_array_interface(obj: Any) -> Tensor:
                          f"{dtype.itemsize}")
     else:
         strides = tuple(s // dtype.itemsize for s in strides)
-    from ..cuda._state import current_device
-    from ..cuda.streams import current_stream
-
     index = current_device()
     producer = _foreign_stream(desc.get("stream"), index)
     if producer is not None:
@@ -265,8 +256,6 @@ def _device_storage(address: int, shape: tuple[int, ...], strides: tuple[int, ..
                     index: int) -> Any:
     """Device storage over CUDA memory at ``address`` on device ``index``: a flat buffer over the span the strides
     reach, seen through them (the simulator's device memory is host memory at that address)."""
-    from ..cuda._state import is_simulator, storage_type
-
     storage = storage_type()
     with using(index):
         if not all(shape):
@@ -304,9 +293,6 @@ def _foreign_stream(pointer: int | None, index: int) -> Any:
     """The stream ``pointer`` names on device ``index`` as an ember Stream (1: the legacy default stream), or None
     when there is nothing to order: no stream, ember's current stream itself, or the simulator (where all work
     runs synchronously)."""
-    from ..cuda._state import is_simulator
-    from ..cuda.streams import Stream, current_stream, default_stream
-
     if pointer is None or is_simulator():
         return None
     current = current_stream(index)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..autograd.tangents import linear_jvp
-from . import dtypes
+from . import autocast_policy, dtypes
 from ._dispatch import broadcast_shapes
 from .conversion import clone
 from .device import CPU, factory_device, place
@@ -101,6 +101,8 @@ _STACK = Cat.named("StackBackward0")  # stack is a cat of unsqueezed tensors
 @with_out(cast=True)
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join tensors along an existing dim; mixed dtypes are promoted as torch does."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("cat", tensors):
+        return autocast_policy.run("cat", cat, tensors, dim)
     tensors = _tensor_list("cat", tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -128,6 +130,8 @@ concatenate = cat
 @with_out(cast=True)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equal-shaped tensors along a new dim."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("stack", tensors):
+        return autocast_policy.run("stack", stack, tensors, dim)
     tensors = _tensor_list("stack", tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda_runtime.availability import INSTALL_HINT, is_available
 from . import dtypes
 from .device import CPU, device as device_type
 from .tensor import Size, Tensor
@@ -49,11 +50,9 @@ class LegacyTensorType(type):
 
 
 def _require_cuda(cls: LegacyTensorType) -> None:
-    from ..cuda import _state  # not at the top: ember.cuda imports the tensor layer
-
-    if not _state.is_available():
+    if not is_available():
         raise TypeError(f"type {type_name(cls.dtype, True)} not available: CUDA cannot be used here. "
-                        f"{_state.INSTALL_HINT}")
+                        f"{INSTALL_HINT}")
 
 
 def _make_types(cuda: bool) -> dict[str, LegacyTensorType]:

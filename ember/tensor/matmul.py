@@ -1,14 +1,16 @@
 """Matrix products: matmul and its special cases, one differentiable op underneath."""
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..autograd.function import Function, name_node
 from ..autograd.tangents import total_tangent
 from ._dispatch import backend, broadcast_shapes, sum_to_shape
+from . import autocast_policy
 from .creation import zeros
 from .tensor import Tensor
 from .out_arg import with_out
@@ -113,6 +115,8 @@ def _mixed_dtype_bmm(name: str, a: Tensor, b: Tensor, shape: tuple[int, ...], k:
 @with_out
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """torch.matmul: dot, matrix-vector, matrix-matrix or broadcast batched product by the operands' ranks."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("matmul", input):
+        return autocast_policy.run("matmul", matmul, input, other)
     _check_tensors("matmul", input, other)
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError(
@@ -136,6 +140,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 @with_out
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("mm", input):
+        return autocast_policy.run("mm", mm, input, mat2)
     _check_pair("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
@@ -146,6 +152,8 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 @with_out
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two batches of matrices of the same batch size."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("bmm", input):
+        return autocast_policy.run("bmm", bmm, input, mat2)
     _check_tensors("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch{1 if input.ndim != 3 else 2} must be a 3D tensor")
@@ -163,6 +171,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 @with_out
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of the same length."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("dot", input):
+        return autocast_policy.run("dot", dot, input, other)
     _check_pair("dot", input, other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
@@ -179,6 +189,8 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 @with_out
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix times vector."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("mv", input):
+        return autocast_policy.run("mv", mv, input, vec)
     _check_pair("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {vec.ndim}, {input.ndim}, {vec.ndim}")
@@ -194,10 +206,28 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return input.unsqueeze(1) * vec2.unsqueeze(0)
 
 
+def rounded_once(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``fn(input, m1, m2, *, beta, alpha)``, a ``beta * input + alpha * product`` op, computed in float32 for three
+    float16 (or bfloat16) tensors and rounded once at the end, as torch's BLAS kernels are (the product is not
+    rounded before the sum)."""
+    @functools.wraps(fn)
+    def run(input: Tensor, m1: Tensor, m2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        dt = getattr(m2, "dtype", None)
+        if dt is not None and dt.compute is not dt and getattr(input, "dtype", None) is dt \
+                and getattr(m1, "dtype", None) is dt:
+            wide = dt.compute
+            return fn(input.to(wide), m1.to(wide), m2.to(wide), beta=beta, alpha=alpha).to(dt)
+        return fn(input, m1, m2, beta=beta, alpha=alpha)
+    return run
+
+
 @tensor_args
 @with_out
+@rounded_once
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("addmm", mat1):
+        return autocast_policy.run("addmm", addmm, input, mat1, mat2, beta=beta, alpha=alpha)
     _check_tensors("addmm", mat1, mat2)
     if isinstance(input, Tensor) and input.dtype is not mat2.dtype:
         raise RuntimeError(f"addmm: self and mat2 must have the same dtype, but got {input.dtype.scalar_type_name} and "

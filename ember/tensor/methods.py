@@ -162,6 +162,7 @@ def bind() -> None:
         # conversion
         "to": conversion.to, "clone": conversion.clone, "float": conversion.float_, "double": conversion.double,
         "half": conversion.half, "long": conversion.long, "int": conversion.int_, "short": conversion.short,
+        "bfloat16": conversion.bfloat16,
         "char": conversion.char, "byte": conversion.byte, "bool": conversion.bool_, "type_as": conversion.type_as,
         "copy_": conversion.copy_, "fill_": conversion.fill_, "zero_": conversion.zero_,
         "new_zeros": conversion.new_zeros, "new_ones": conversion.new_ones, "new_empty": conversion.new_empty,

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda_runtime.availability import _lazy_init, is_simulator, storage_type
+from .._cuda_runtime.streams import current_stream
 from ..autograd.function import Function
 from ..kernels.common.layout import root_array
 from .tensor import Tensor
@@ -34,8 +36,6 @@ def is_pinned_array(array: Any) -> bool:
 
 def pinned_copy(array: np.ndarray) -> np.ndarray:
     """A copy of ``array`` (same shape and dtype, C order) in pinned memory; needs a usable CUDA device."""
-    from ..cuda._state import _lazy_init  # not at the top: ember.cuda imports the tensor layer
-
     cuda = _lazy_init()
     out = cuda.pinned_array(array.shape, array.dtype) if math.prod(array.shape) else np.empty(array.shape, array.dtype)
     np.copyto(out, array)
@@ -45,9 +45,6 @@ def pinned_copy(array: np.ndarray) -> np.ndarray:
 
 def copy_to_device_async(array: np.ndarray) -> Any:
     """A new device storage filled from the pinned, C-contiguous ``array`` by a copy queued on the current stream."""
-    from ..cuda._state import storage_type  # not at the top: ember.cuda imports the tensor layer
-    from ..cuda.streams import current_stream  # not at the top: ember.cuda imports the tensor layer
-
     storage = storage_type().empty(array.shape, array.dtype)
     if storage.numel:
         stream = current_stream(storage.device_index).numba_stream
@@ -58,8 +55,6 @@ def copy_to_device_async(array: np.ndarray) -> Any:
 
 def _keep_until_copied(stream: Any, array: np.ndarray) -> None:
     """Hold ``array`` until the copy queued on ``stream`` is done (the simulator copies at once: nothing to hold)."""
-    from ..cuda._state import _lazy_init, is_simulator  # not at the top: ember.cuda imports the tensor layer
-
     if is_simulator():
         return
     while _IN_FLIGHT and _IN_FLIGHT[0][0].query():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from . import elementwise as ew
+from . import autocast_policy, elementwise as ew
 from .creation import full_like, tensor
 from .out_arg import with_out
 from .tensor import Tensor, _wrap_dim
@@ -86,6 +86,8 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
              interpolation: str = "linear") -> Tensor:
     """The ``q``-th quantiles (a float or a 1-D tensor of them in [0, 1]) of ``input`` along ``dim`` (of all
     elements when None); a slice holding NaN gives NaN. A 1-D ``q`` puts its dimension first."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("quantile", input):
+        return autocast_policy.run("quantile", quantile, input, q, dim, keepdim, interpolation=interpolation)
     return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
@@ -94,6 +96,8 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     """``quantile`` ignoring NaN: each slice's quantiles among its non-NaN elements (NaN when all are NaN)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("nanquantile", input):
+        return autocast_policy.run("nanquantile", nanquantile, input, q, dim, keepdim, interpolation=interpolation)
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True)
 
 

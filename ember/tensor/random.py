@@ -6,8 +6,9 @@ same never-seeded initial seed, states are uint8 tensors), but the streams are
 NumPy's: ``ember.manual_seed(0); ember.rand(3)`` is reproducible from run to run
 and does not match ``torch.manual_seed(0); torch.rand(3)``.
 
-CUDA tensors are sampled on their device by the CUDA generators of
-``ember.cuda.random`` (Philox; ``Generator("cuda")`` is one of those). As in
+CUDA tensors are sampled on their device by the CUDA generators (Philox: a seed
+and an offset per device, kept by ``ember._cuda_runtime.generators``;
+``Generator("cuda")`` is a ``CudaGenerator``, with a state of its own). As in
 torch, ``manual_seed`` and ``seed`` seed them too and ``fork_rng`` restores
 them; none of this imports numba-cuda or initialises CUDA.
 """
@@ -20,34 +21,15 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .._cuda_runtime import generators as _cuda_generators
+from .._seeds import DEFAULT_SEED, seed_value
 from .device import as_device, device as _device
 from .tensor import Tensor
 from ._dispatch import ascontiguous
 from .arguments import tensor_args
 
-# torch's default_rng_seed_val: the seed every fresh process starts from.
-DEFAULT_SEED = 67280421310721
-
-_SEED_MIN = -0x8000_0000_0000_0000
-_SEED_MAX = 0xFFFF_FFFF_FFFF_FFFF
 # PCG64 state (128 bits), increment (128 bits), has_uint32, uinteger, initial seed.
 _STATE_LAYOUT = struct.Struct("<16s16sIIQ")
-
-
-def _seed_value(seed: Any) -> int:
-    """Check a seed as torch does and wrap it to its unsigned 64-bit value."""
-    if isinstance(seed, (float, np.floating)):
-        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
-    try:
-        value = int(seed.__index__())
-    except (AttributeError, TypeError):
-        raise TypeError(f"manual_seed expected an int seed, but got {type(seed).__name__}") from None
-    if not _SEED_MIN <= value <= _SEED_MAX:
-        raise ValueError(
-            f"Overflow when unpacking long long: seed {value} is outside "
-            "[-0x8000_0000_0000_0000, 0xffff_ffff_ffff_ffff]"
-        )
-    return value & _SEED_MAX
 
 
 class Generator:
@@ -55,13 +37,11 @@ class Generator:
 
     Backed by NumPy's PCG64, so values differ from torch's Mersenne Twister for
     the same seed; everything else (seeding rules, state round trips) follows torch.
-    ``Generator("cuda")`` makes an ``ember.cuda.random.CudaGenerator``.
+    ``Generator("cuda")`` makes a ``CudaGenerator``.
     """
 
     def __new__(cls, device: Any = "cpu") -> "Generator":
         if cls is Generator and as_device(device).type == "cuda":
-            from ..cuda.random import CudaGenerator  # not at the top: ember.cuda imports this module
-
             return super().__new__(CudaGenerator)
         return super().__new__(cls)
 
@@ -71,7 +51,7 @@ class Generator:
 
     def manual_seed(self, seed: Any) -> "Generator":
         """Restart the stream from ``seed`` (negative seeds wrap to unsigned 64 bits)."""
-        self._initial_seed = _seed_value(seed)
+        self._initial_seed = seed_value(seed)
         self._np = np.random.Generator(np.random.PCG64(self._initial_seed))
         return self
 
@@ -129,6 +109,50 @@ def _rebuild_generator(device: str, state: Tensor) -> Generator:
     return Generator(device).set_state(state)
 
 
+# A CUDA generator's state: seed and offset, 16 bytes like torch's.
+_CUDA_STATE_LAYOUT = struct.Struct("<QQ")
+
+
+def cuda_state_tensor(state: _cuda_generators.CudaGeneratorState) -> Tensor:
+    """A CUDA generator's (seed, offset) as a uint8 CPU tensor of 16 bytes."""
+    return Tensor._make(np.frombuffer(_CUDA_STATE_LAYOUT.pack(state.seed, state.offset), dtype=np.uint8).copy())
+
+
+def restore_cuda_state(state: _cuda_generators.CudaGeneratorState, new_state: Any) -> None:
+    """Put back in ``state`` the (seed, offset) of a 16-byte state tensor or array (``cuda_state_tensor``'s)."""
+    raw = np.ascontiguousarray(new_state._array if hasattr(new_state, "_array") else new_state).tobytes()
+    if len(raw) != _CUDA_STATE_LAYOUT.size:
+        raise RuntimeError(f"Expected a CUDA generator state of {_CUDA_STATE_LAYOUT.size} bytes but found {len(raw)}")
+    state.restore(*_CUDA_STATE_LAYOUT.unpack(raw))
+
+
+class CudaGenerator(Generator):
+    """``torch.Generator(device="cuda")``: an independent Philox stream for CUDA sampling ops."""
+
+    def __init__(self, device: Any = "cuda") -> None:
+        self._state = _cuda_generators.CudaGeneratorState()
+        super().__init__(device)
+        self._state.device_index = self.device.index
+
+    def manual_seed(self, seed: Any) -> "CudaGenerator":
+        self._state.manual_seed(seed)
+        return self
+
+    def initial_seed(self) -> int:
+        return self._state.seed
+
+    def get_state(self) -> Tensor:
+        """A uint8 tensor of 16 bytes (seed, offset), as ``ember.cuda.get_rng_state``."""
+        return cuda_state_tensor(self._state)
+
+    def set_state(self, new_state: Any) -> "CudaGenerator":
+        restore_cuda_state(self._state, new_state)
+        return self
+
+    def draws(self) -> Any:
+        return self._state.draws()
+
+
 default_generator = Generator()
 
 
@@ -136,22 +160,15 @@ def manual_seed(seed: Any) -> Generator:
     """Seed the default generator (anything ``int()`` accepts, as torch does) and every CUDA generator."""
     seed = int(seed)
     default_generator.manual_seed(seed)
-    _cuda_random().manual_seed_all(seed)
+    _cuda_generators.manual_seed_all(seed)
     return default_generator
 
 
 def seed() -> int:
     """Seed the default generator and every CUDA generator non-deterministically and return the seed."""
     new_seed = default_generator.seed()
-    _cuda_random().manual_seed_all(new_seed)
+    _cuda_generators.manual_seed_all(new_seed)
     return new_seed
-
-
-def _cuda_random() -> Any:
-    """``ember.cuda.random``, imported late (it imports this module); it needs neither numba-cuda nor a GPU."""
-    from ..cuda import random  # see the docstring
-
-    return random
 
 
 def initial_seed() -> int:
@@ -172,14 +189,14 @@ def set_rng_state(new_state: Tensor) -> None:
 
 def capture_rng_states(devices: Any = None) -> tuple[Tensor, Any]:
     """The default generator's state and the CUDA generators' (of ``devices``; None: all of them)."""
-    return default_generator.get_state(), _cuda_random().capture_states(devices)
+    return default_generator.get_state(), _cuda_generators.capture_states(devices)
 
 
 def restore_rng_states(states: tuple[Tensor, Any]) -> None:
     """Put back what ``capture_rng_states`` took."""
     cpu_state, cuda_states = states
     default_generator.set_state(cpu_state)
-    _cuda_random().restore_states(cuda_states)
+    _cuda_generators.restore_states(cuda_states)
 
 
 @contextlib.contextmanager

@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..kernels.common.dtypes import compute_dtype
+from .._cuda_runtime.generators import generator_state
+from ..kernels.common.dtypes import FLOAT_KINDS, NARROW_FLOATS, compute_dtype
 from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
@@ -114,8 +115,6 @@ def _draws(op: str, generator: Any, dev: Any) -> Any:
     _check_generator(op, generator, dev)
     if generator is not None:
         return generator.draws()
-    from ..cuda.random import generator_state  # not at the top: ember.cuda imports the tensor layer
-
     return generator_state(dev.index).draws()
 
 
@@ -160,13 +159,13 @@ def _float_digits(np_dtype: np.dtype) -> int:
 
 
 def _require_float(a: np.ndarray, kernel: str, op: str) -> None:
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in FLOAT_KINDS:
         name = dtypes.from_numpy_dtype(a.dtype).scalar_type_name
         raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\' ({op})')
 
 
 def _require_continuous(a: np.ndarray, name: str, type_name: str) -> None:
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError(
             f"{name} distribution is a continuous probability distribution. "
             f"dtype must be a floating point but you specified {type_name}"
@@ -174,8 +173,8 @@ def _require_continuous(a: np.ndarray, name: str, type_name: str) -> None:
 
 
 def _unit_uniform(gen: np.random.Generator, shape: tuple[int, ...], np_dtype: np.dtype) -> np.ndarray:
-    """Uniform [0, 1) values that stay below 1 after casting to ``np_dtype`` (float16 included)."""
-    if np_dtype == np.float16:
+    """Uniform [0, 1) values that stay below 1 after casting to ``np_dtype`` (float16 and bfloat16 included)."""
+    if np_dtype in NARROW_FLOATS:
         steps = 2 ** _float_digits(np_dtype)
         return gen.integers(0, steps, shape, dtype=np.int32).astype(np.float32) * np.float32(1.0 / steps)
     return gen.random(shape, dtype=np_dtype)
@@ -261,7 +260,7 @@ def _fill_integers(op: str, a: Any, low: int, high: int | None, draws: Any) -> N
         if low >= high:
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     c_name = dtypes.from_numpy_dtype(a.dtype).cpp_type_name
-    if a.dtype.kind == "f":
+    if a.dtype.kind in FLOAT_KINDS:
         lo_lim, hi_lim = -float(np.finfo(a.dtype).max), float(np.finfo(a.dtype).max)
         top = 2 ** _float_digits(a.dtype)
     else:
@@ -272,7 +271,7 @@ def _fill_integers(op: str, a: Any, low: int, high: int | None, draws: Any) -> N
         raise RuntimeError(f"from is out of bounds for {c_name}")
     if not lo_lim <= last <= hi_lim:
         raise RuntimeError(f"to - 1 is out of bounds for {c_name}")
-    if a.dtype.kind == "f":
+    if a.dtype.kind in FLOAT_KINDS:
         for name, value in (("from", low), ("to - 1", last)):
             if abs(value) > top:
                 warnings.warn(
@@ -560,7 +559,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     probs = place(input._array, CPU)
     if probs.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if probs.dtype.kind != "f":
+    if probs.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError(
             "multinomial only supports floating-point dtypes for input, got: "
             f"{dtypes.from_numpy_dtype(probs.dtype).scalar_type_name}")

@@ -11,7 +11,7 @@ from .. import opcodes as op
 from ..return_types import return_type
 from ..autograd.function import Function, name_node
 from ..autograd.tangents import linear_jvp
-from . import dtypes
+from . import autocast_policy, dtypes
 from ..kernels.common.dtypes import computable
 from ._dispatch import backend
 from .tensor import Tensor, _wrap_dim
@@ -98,6 +98,8 @@ def _sum_dtype(x: Tensor, dtype: Any) -> dtypes.dtype:
 @with_out(dtype_from_out=True)
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     """Sum of elements over ``dim`` (all when None)."""
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers("sum", input):
+        return autocast_policy.run("sum", sum, input, dim, keepdim)
     dims = reduce_dims(input, dim, "sum")
     out_dt = _sum_dtype(input, dtype)
     if dtype is not None and out_dt is not input.dtype:
@@ -156,6 +158,8 @@ class Prod(_ReductionSavingOutput):
 @with_out(dtype_from_out=True)
 def prod(input: Tensor, dim: Any = _ALL_DIMS, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Product of elements over one dim (or all, when ``dim`` is not given)."""
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers("prod", input):
+        return autocast_policy.run("prod", prod, input, dim, keepdim)
     if dim is not _ALL_DIMS and not hasattr(dim, "__index__"):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     dims = reduce_dims(input, None if dim is _ALL_DIMS else dim, "prod")
@@ -470,6 +474,8 @@ class PNorm(Function):
 @with_out
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Vector p-norm over dims (``"fro"`` and 2 are the Euclidean norm)."""
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers("norm", input):
+        return autocast_policy.run("norm", norm, input, p, dim, keepdim)
     _float_input(input, "linalg.vector_norm")
     if dtype is not None:
         input = input.to(dtypes.to_dtype(dtype))
@@ -518,6 +524,8 @@ def _scaled_by_max(input: Tensor, dims: tuple[int, ...], keepdim: bool, norm_of:
 @with_out(cast=True)
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over dims, computed stably (shifted by the maximum)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("logsumexp", input):
+        return autocast_policy.run("logsumexp", logsumexp, input, dim, keepdim)
     if not input.dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
     dims = reduce_dims(input, dim, "logsumexp")
@@ -600,6 +608,8 @@ def _scan(input: Tensor, code: int, dim: int, dtype: Any, name: str) -> Tensor:
 @with_out(dtype_from_out=True)
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sum along ``dim`` (integers accumulate in int64)."""
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers("cumsum", input):
+        return autocast_policy.run("cumsum", cumsum, input, dim)
     return _scan(input, op.S_SUM, dim, dtype, "cumsum")
 
 
@@ -607,6 +617,8 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 @with_out(dtype_from_out=True)
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running product along ``dim``."""
+    if dtype is None and autocast_policy.ACTIVE and autocast_policy.covers("cumprod", input):
+        return autocast_policy.run("cumprod", cumprod, input, dim)
     return _scan(input, op.S_PROD, dim, dtype, "cumprod")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.function import name_node
+from . import autocast_policy
 from .elementwise import inplace, where
 from .out_arg import with_out
 from .tensor import Tensor, _wrap_dim
@@ -17,6 +18,8 @@ from ..linalg.norms import vector_norm
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """``input`` with each slice ``input.select(dim, i)`` of p-norm above ``maxnorm`` scaled by
     ``maxnorm / (norm + 1e-7)`` (torch's factor); the other slices are unchanged."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("renorm", input):
+        return autocast_policy.run("renorm", renorm, input, p, dim, maxnorm)
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

@@ -9,7 +9,7 @@ onto the class from above, by ``methods.py``: the ops, the gradient hooks and ``
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from . import dtypes
 from .device import CPU, array_device, as_device, place
 from .memory_format import is_contiguous_as
 from .printing import tensor_repr
+from .shared_memory import is_shared_array, share_arrays
 
 
 class _Version:
@@ -370,9 +371,34 @@ class Tensor:
             return (_rebuild_tensor, (self._array.to_numpy(), self._requires_grad, str(self.device)))
         return (_rebuild_tensor, (self._array.copy(), self._requires_grad))
 
-    @property
-    def is_shared(self) -> Callable[[], bool]:
-        return lambda: False
+    def share_memory_(self) -> "Tensor":
+        """Move the storage into shared memory, in place (a no-op when it is there already, and for CUDA tensors),
+        so that tensors sent to other processes share it rather than copy it; returns ``self``.
+
+        torch moves the storage object, so every view follows. ember's views are NumPy views of the old memory:
+        this tensor and the tensors it is a view of (``_base``) are re-pointed at the shared copy; a view made
+        earlier joins the same copy when it is itself shared or sent, and until then sees the old memory (as
+        does a NumPy array taken with ``numpy()``). Share first, then take views."""
+        if type(self._array) is np.ndarray and not is_shared_array(self._array):
+            _move_to_shared(self)
+        return self
+
+    def is_shared(self) -> bool:
+        """Whether the storage is in shared memory (always, for a CUDA tensor: other processes reach it by IPC)."""
+        return type(self._array) is not np.ndarray or is_shared_array(self._array)
+
+
+def _move_to_shared(t: Tensor) -> None:
+    """Re-point ``t`` and the tensors along its ``_base`` links that view the same storage at a shared copy."""
+    root = root_array(t._array)
+    chain = []
+    while t is not None and type(t._array) is np.ndarray and root_array(t._array) is root:
+        chain.append(t)
+        t = t._base
+    arrays = list({id(link._array): link._array for link in chain}.values())
+    moved = dict(zip(map(id, arrays), share_arrays(arrays)))
+    for link in chain:
+        link._array = moved[id(link._array)]
 
 
 def _rebuild_tensor(array: np.ndarray, requires_grad: bool, device: str = "cpu") -> Tensor:

@@ -174,7 +174,7 @@ def test_integers_stay_in_their_inclusive_range(low, high):
 
 
 def test_manual_seed_all_seeds_generators_not_created_yet():
-    from ember.cuda import random as cuda_random
+    from ember._cuda_runtime import generators as cuda_random
 
     ember.cuda.manual_seed_all(31)
     assert cuda_random.generator_state(0).seed == 31

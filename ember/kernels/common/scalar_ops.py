@@ -409,6 +409,47 @@ def round_half_even(x):
 
 
 @inline
+def bfloat16_bits(x):
+    """The 16 bits of ``x`` rounded to bfloat16 (to nearest, ties to even; overflow to inf, NaN as 0x7FC0), as an
+    integer: how device storage holds bfloat16. Arithmetic on the value, no reinterpreting casts, so it compiles
+    for the CPU and CUDA and runs as Python in the simulator."""
+    if x != x:
+        return 0x7FC0
+    sign = 0x8000 if math.copysign(1.0, x) < 0 else 0
+    ax = abs(float(x))  # a double: the simulator's float32 scalars would overflow ax * 2**133 below
+    if ax == _INF:
+        return sign | 0x7F80
+    if ax == 0:
+        return sign
+    m, e = math.frexp(ax)  # ax = m * 2**e, 0.5 <= m < 1
+    if e < -125:  # below the smallest normal 2**-126: subnormal steps of 2**-133 (a count of 128 is that normal)
+        return sign | int(round_half_even(ax * 2.0 ** 133))
+    q = int(round_half_even(m * 256.0))  # the 8 significant bits, 128..256
+    biased = e + 126
+    if q == 256:
+        q = 128
+        biased += 1
+    if biased >= 255:
+        return sign | 0x7F80
+    return sign | (biased << 7) | (q - 128)
+
+
+@inline
+def bfloat16_value(bits):
+    """The value of bfloat16 ``bits`` (an unsigned 16-bit integer), exact in float32: ``bfloat16_bits``' inverse."""
+    b = int(bits)  # a Python int under the simulator, whose math.ldexp takes no NumPy integer
+    biased = (b >> 7) & 0xFF
+    fraction = b & 0x7F
+    if biased == 0xFF:
+        v = _NAN if fraction else _INF
+    elif biased == 0:
+        v = math.ldexp(float(fraction), -133)
+    else:
+        v = math.ldexp(float(fraction + 128), biased - 134)
+    return -v if b & 0x8000 else v
+
+
+@inline
 def trunc(x):
     # not ``math.trunc``, which returns an int64 (wrong for |x| >= 2**63, inf and NaN); the sign keeps -0.0 as torch
     return math.copysign(_ffloor(abs(x)), x)
@@ -679,6 +720,13 @@ def nextafter_f32(x, y):
 def nextafter_f16(x, y):
     """float16 ``nextafter`` (float16 values carried in float32, as ember computes float16)."""
     return _float_step(x, y, 2.0 ** -10, -13, 2.0 ** -24, 65504.0)
+
+
+@inline
+def nextafter_bf16(x, y):
+    """bfloat16 ``nextafter`` (bfloat16 values carried in float32, as ember computes bfloat16; float32's exponent
+    range, 7 fraction bits)."""
+    return _float_step(x, y, 2.0 ** -7, -125, 2.0 ** -133, 3.3895313892515355e38)
 
 
 @inline

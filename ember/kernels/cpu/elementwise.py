@@ -16,6 +16,7 @@ import numba
 import numpy as np
 
 from ... import opcodes as op
+from ..common.dtypes import NARROW_FLOATS
 from ..common.elementwise import BINARY, HOST_UFUNCS, PYTHON_OPERATORS, TERNARY, UNARY
 from ..common.layout import collapse, dense_flat, element_strides, flat_buffer, is_dense
 from ..common.quiet import quietly
@@ -201,7 +202,7 @@ def add_into(total: np.ndarray, x: np.ndarray) -> bool:
         if value is not None:
             total.fill(value)
             return True
-    if parallel_pays(total.size):
+    if parallel_pays(total.size) and total.dtype not in NARROW_FLOATS:  # NumPy's half-precision adds round once
         binary(op.ADD, total, x, total)
     else:
         quietly(np.add, total, x, out=total)

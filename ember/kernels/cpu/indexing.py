@@ -9,14 +9,15 @@ element, so they accumulate (or, for assignment, the last write wins) and no
 parallel split could be free of write races.
 
 One small kernel per reduction keeps compilation short and every kernel in
-Numba's disk cache. Numba has no CPU float16 and no arithmetic on bool, so
-those dtypes are widened around the kernel call.
+Numba's disk cache. Numba has no CPU float16 or bfloat16 and no arithmetic on
+bool, so those dtypes are widened around the kernel call.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from ..common.dtypes import NARROW_FLOATS
 from ..common.reductions import beats_max, beats_min
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")
@@ -60,7 +61,7 @@ def _scatter_amin(out, index, src):
 
 SCATTER_KERNELS = {"assign": _scatter_assign, "sum": _scatter_sum, "prod": _scatter_prod,
                    "amax": _scatter_amax, "amin": _scatter_amin}
-_WIDEN = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.bool_): np.dtype(np.uint8)}
+_WIDEN = {**{d: np.dtype(np.float32) for d in NARROW_FLOATS}, np.dtype(np.bool_): np.dtype(np.uint8)}
 
 
 def scatter(reduce: str, out: np.ndarray, index: np.ndarray, src: np.ndarray) -> None:

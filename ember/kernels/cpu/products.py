@@ -1,7 +1,8 @@
 """Batched matrix products ``out[p] = a[p] @ b[p]``.
 
-float32 and float64 go to BLAS through NumPy. float16 is multiplied in float32
-by BLAS too (the float32 accumulation torch uses; Numba has no CPU float16).
+float32 and float64 go to BLAS through NumPy. float16 and bfloat16 are multiplied
+in float32 by BLAS too (the float32 accumulation torch uses, rounded once; Numba
+has neither on the CPU).
 Integers and bool use a Numba kernel in i-k-j order, so the innermost loop
 runs along rows of ``b`` and ``out``: integers accumulate in int64 and wrap to
 the output dtype as torch's do, and bool is the OR of ANDs (a nonzero count).
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..common.dtypes import computable
+from ..common.dtypes import NARROW_FLOATS, computable
 from .parallelism import parallel_pays
 
 inline = njit(inline="always")
@@ -55,7 +56,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         return
     if out.dtype in (np.float32, np.float64):
         np.matmul(a, b, out=out)
-    elif out.dtype == np.float16:
+    elif out.dtype in NARROW_FLOATS:
         out[...] = np.matmul(computable(a), computable(b))
     else:
         batch, m, depth = a.shape

@@ -6,7 +6,7 @@ place with a stable merge sort (insertion-sorted runs, then bottom-up merges)
 that carries the original positions along. NaN sorts as the largest value
 (last ascending, first descending), as torch does; equal keys keep their input
 order, so every sort here is stable. Many rows run in parallel above
-``PARALLEL_MIN`` elements. float16 is widened to float32 (exact) and narrowed back.
+``PARALLEL_MIN`` elements. float16 and bfloat16 are widened to float32 (exact) and narrowed back.
 
 Binary searches use torch's comparisons (``!(b >= v)`` for the left side,
 ``!(b > v)`` for the right), so a NaN value lands after every boundary.
@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..common.dtypes import compute_dtype
+from ..common.dtypes import NARROW_FLOATS, compute_dtype
 from ..common.sorting import before
 from .parallelism import parallel_pays
 
@@ -268,11 +268,11 @@ def bincount(x: np.ndarray, weights: np.ndarray | None, out: np.ndarray) -> None
 def histc(x: np.ndarray, lo: float, hi: float, out: np.ndarray) -> None:
     """Counts of ``x`` in ``out.size`` equal bins over [lo, hi] (lo < hi, finite), in x's dtype.
 
-    float16 positions are computed by NumPy on the host, rounding every step to half precision as torch's
-    Half arithmetic does (a float32 kernel would put values near an edge in other bins).
+    float16 and bfloat16 positions are computed by NumPy on the host, rounding every step to the dtype as
+    torch's Half and BFloat16 arithmetic does (a float32 kernel would put values near an edge in other bins).
     """
-    if x.dtype == np.float16:
-        half = np.float16
+    if x.dtype in NARROW_FLOATS:
+        half = x.dtype.type
         xs = x.reshape(-1)
         xs = xs[(xs >= half(lo)) & (xs <= half(hi))]
         pos = ((xs - half(lo)) * half(out.size) / (half(hi) - half(lo))).astype(np.int64)

@@ -35,6 +35,8 @@ from numba import cuda
 
 from ... import opcodes
 from ..._determinism import are_deterministic_algorithms_enabled
+from ..common.dtypes import BFLOAT16
+from .bfloat16 import widened
 from .launch import SIMULATOR, collapse, grid
 from .scans import scan
 from .storage import DeviceStorage
@@ -161,6 +163,11 @@ def scatter(reduce: str, out, index, src) -> None:
     """
     if reduce not in REDUCTIONS:
         raise ValueError(f"scatter: reduce must be one of {REDUCTIONS}, got {reduce!r}")
+    if out.dtype == BFLOAT16:  # assigned as bits; reduced in float32
+        if reduce != "assign":
+            _widened_scatter(reduce, out, index, src)
+            return
+        out, src = out.bits(), _uploaded(src).bits()
     if reduce == "sum" and np.dtype(out.dtype) in _FLOAT_ATOMICS and are_deterministic_algorithms_enabled():
         _scatter_sum_deterministic(out, index, _uploaded(src))
         return
@@ -188,6 +195,9 @@ def scatter(reduce: str, out, index, src) -> None:
         _scatter_atomic[grid(n)](code, *operands)
     else:
         _scatter_serial[1, 1](code, *operands)
+
+
+_widened_scatter = widened("out")(scatter)
 
 
 def _scatter_sum_deterministic(out, index, src) -> None:

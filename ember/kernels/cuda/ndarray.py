@@ -29,10 +29,12 @@ import numpy as np
 
 from ... import opcodes as op
 from ..._cuda_context import active, activate
+from ..common.dtypes import BFLOAT16
 from ..common.elementwise import BOOL_UFUNCS, INTEGER_TWINS, UFUNCS
 
 __all__ = ["NdarrayProtocol", "constant", "is_device_array", "on_own_device"]
 
+_FLOAT = np.dtype(np.float32)  # what bfloat16 computes in
 _ANCHOR = np.zeros(1, np.uint8)
 _ANCHOR_PTR = _ANCHOR.__array_interface__["data"][0]
 
@@ -50,7 +52,7 @@ def _shadow(s) -> np.ndarray:
 def _from_shadow(s, view: np.ndarray):
     """The device view of ``s`` that ``view`` (made from ``_shadow(s)``) describes."""
     moved = view.__array_interface__["data"][0] - _ANCHOR_PTR
-    return type(s)(s.buffer, view.shape, view.strides, s.offset + moved, s.device_index)
+    return type(s)(s.buffer, view.shape, view.strides, s.offset + moved, s.device_index, s.dtype)
 
 
 def _view_function(func: Callable) -> Callable:
@@ -158,17 +160,23 @@ def _apply_ufunc(ufunc: np.ufunc, inputs: tuple, out: Any):
         raise RuntimeError(f"ember: numpy.{name} has no CUDA implementation (a CUDA tensor reached a CPU-only "
                            "code path)")
     probes = [x.dtype if is_device_array(x) else x for x in inputs]
-    compute = np.result_type(*probes)
+    result_dtype = compute = np.result_type(*probes)
+    if compute == BFLOAT16:  # computed in float32, the result rounded once
+        compute = _FLOAT
     if name in ("divide", "true_divide") and compute.kind in "biu":
-        compute = np.dtype(np.float64)
+        result_dtype = compute = np.dtype(np.float64)
     if compute.kind in "biu":
         code = INTEGER_TWINS.get(code, code) if ufunc.nin == 2 else code
     shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
-    result_dtype = np.dtype(np.bool_) if name in BOOL_UFUNCS else compute
+    if name in BOOL_UFUNCS:
+        result_dtype = np.dtype(np.bool_)
     operands = [to_device_operand(x, compute) for x in inputs]
     if out is None:
         out = type(operands[0]).empty(shape, result_dtype)
-    (elementwise.unary if ufunc.nin == 1 else elementwise.binary)(code, *operands, out)
+    target = type(out).empty(out.shape, _FLOAT) if out.dtype == BFLOAT16 else out
+    (elementwise.unary if ufunc.nin == 1 else elementwise.binary)(code, *operands, target)
+    if target is not out:
+        out.copy_from(target)
     return out
 
 
@@ -266,8 +274,8 @@ def _where(condition, x=None, y=None):
     dtype = np.result_type(*[v.dtype if is_device_array(v) else v for v in (x, y)])
     shape = np.broadcast_shapes(*(np.shape(v) for v in (condition, x, y)))
     out = _storage_type().empty(shape, dtype)
-    elementwise.ternary(op.WHERE, to_device_operand(condition, np.bool_), to_device_operand(x, dtype),
-                        to_device_operand(y, dtype), out)
+    x, y = to_device_operand(x, dtype), to_device_operand(y, dtype)
+    elementwise.ternary(op.WHERE, to_device_operand(condition, np.bool_), x.bits(), y.bits(), out.bits())
     return out
 
 
@@ -399,7 +407,7 @@ def _predicate(code: int) -> Callable:
 
         x = to_device_operand(x)
         out = _storage_type().empty(x.shape, np.bool_) if out is None else out
-        elementwise.unary(code, x, out)
+        elementwise.unary(code, x.astype(_FLOAT) if x.dtype == BFLOAT16 else x, out)
         return out
     return test
 
@@ -611,7 +619,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
     def view(self, dtype=None):
         if dtype is not None and np.dtype(dtype) != self.dtype:
             raise RuntimeError("ember: reinterpreting CUDA storage as another dtype is not supported")
-        return type(self)(self.buffer, self.shape, self.strides, self.offset, self.device_index)
+        return type(self)(self.buffer, self.shape, self.strides, self.offset, self.device_index, self.dtype)
 
     def squeeze(self, axis=None):
         return _from_shadow(self, _shadow(self).squeeze(axis))
@@ -640,7 +648,7 @@ class NdarrayProtocol(np.lib.mixins.NDArrayOperatorsMixin):
         positions = _buffer_positions(self, key)
         values = type(self).empty(positions.shape, self.dtype)
         values.copy_from(value if is_device_array(value) else np.asarray(value))
-        whole = type(self)(self.buffer, (self.buffer.size,), (1,), 0, self.device_index)
+        whole = type(self)(self.buffer, (self.buffer.size,), (1,), 0, self.device_index, self.dtype)
         scatter("assign", whole, type(self).from_numpy(positions.reshape(-1)), values.reshape(-1))
 
     # -- copies and conversion --------------------------------------------------------------------------------

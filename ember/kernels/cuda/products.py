@@ -20,6 +20,7 @@ import numpy as np
 from numba import cuda
 
 from . import vendor_blas
+from .bfloat16 import widened
 from .launch import SIMULATOR, grid
 
 __all__ = ["matmul", "TILE"]
@@ -98,6 +99,7 @@ def _key(dtype: np.dtype) -> str:
     return "f" if dtype.kind == "f" else "i"
 
 
+@widened("out")
 def matmul(a, b, out) -> None:
     """``out = a @ b`` for (B, M, K) ``a`` and (B, K, N) ``b`` of ``out``'s dtype (``DeviceStorage``s, any strides).
 

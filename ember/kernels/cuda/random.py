@@ -28,6 +28,7 @@ import numpy as np
 from numba import cuda
 
 from ..._cuda_context import active
+from ..common.dtypes import BFLOAT16, NARROW_FLOATS
 from .launch import grid
 from .ndarray import is_device_array
 from .storage import DeviceStorage
@@ -312,13 +313,15 @@ class DeviceDraws:
         self._state = state
 
     def _new(self, shape: tuple[int, ...], dtype: Any, fill: Any, *args: Any) -> DeviceStorage:
+        if np.dtype(dtype) == BFLOAT16:  # drawn in float32, rounded once (the kernels write NumPy dtypes only)
+            return self._new(shape, np.float32, fill, *args).astype(BFLOAT16)
         out = DeviceStorage.empty(shape, dtype)
         fill(out.buffer, out.size, *self._state.next_seed_offset(), *args)
         return out
 
     def _write(self, a: DeviceStorage, dtype: Any, fill: Any, *args: Any) -> None:
         """Fill ``a`` in place when it is contiguous in ``dtype``, else through a new buffer and a copy."""
-        if a.is_contiguous and a.dtype == np.dtype(dtype):
+        if a.is_contiguous and a.dtype == np.dtype(dtype) and a.dtype != BFLOAT16:
             fill(a.buffer[a.offset:a.offset + a.size], a.size, *self._state.next_seed_offset(), *args)
         else:
             a[...] = self._new(a.shape, dtype, fill, *args)
@@ -343,6 +346,11 @@ class DeviceDraws:
         return np.maximum(np.ceil(np.log1p(-self.uniform(shape, np.float64)) / math.log1p(-p)), 1.0)
 
     def fill_uniform(self, a: DeviceStorage, low: float, high: float) -> None:
+        if a.dtype in NARROW_FLOATS:  # as on the host: steps of 2**-digits, so that no draw rounds up to 1
+            steps = 2.0 ** (np.finfo(a.dtype).nmant + 1)
+            unit = np.floor(self.uniform(a.shape, np.float32) * np.float32(steps)) * np.float32(1.0 / steps)
+            a[...] = unit * np.float32(high - low) + np.float32(low)
+            return
         self._write(a, a.dtype, uniform_, low, high)
 
     def fill_normal(self, a: DeviceStorage, mean: Any, std: Any) -> None:

@@ -20,6 +20,7 @@ from ..common.reductions import ARG_REDUCTIONS, REDUCTIONS, accumulator_dtype, i
 from . import launch
 from .device_functions import device_function, scalar_op
 from .elementwise import check_operands, locate
+from .bfloat16 import widened
 from .launch import collapse, device_meta
 from .storage import DeviceStorage, c_strides
 
@@ -207,6 +208,7 @@ def _launch_reduce(code: int, x: DeviceStorage, dims: tuple[int, ...], out: Devi
                                                                        out.buffer)
 
 
+@widened("out")
 def reduce(code: int, x: DeviceStorage, dims: tuple[int, ...], out: DeviceStorage) -> None:
     """Reduce ``x`` over ``dims`` into keepdim-form ``out`` (floats accumulate in float64, ints in int64).
 
@@ -278,6 +280,7 @@ def _arg_kernel(code: int, dtype: np.dtype):
     return found
 
 
+@widened("values")
 def arg_reduce(code: int, x: DeviceStorage, dim: int, values: DeviceStorage, indices: DeviceStorage) -> None:
     """Extreme values of ``x`` along ``dim`` and their int64 indices (keepdim form), as torch.max(x, dim).
 

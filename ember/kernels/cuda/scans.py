@@ -22,6 +22,7 @@ import numpy as np
 from numba import cuda
 
 from ... import opcodes as op
+from .bfloat16 import widened
 from .launch import device_meta, grid
 from .device_functions import scalar_op
 
@@ -143,6 +144,7 @@ def _start(code: int, dtype: np.dtype):
 
 
 # ------------------------------------------------------------------ public entry points
+@widened("out")
 def scan(code: int, x, dim: int, out) -> None:
     """Inclusive scan (an ``S_*`` code) of ``DeviceStorage`` ``x`` along ``dim`` into ``out`` of x's shape."""
     if math.prod(x.shape) == 0:
@@ -158,6 +160,7 @@ def scan(code: int, x, dim: int, out) -> None:
         raise ValueError(f"scan: unknown scan code {code}")
 
 
+@widened("values")
 def scan_indices(code: int, x, dim: int, values, indices) -> None:
     """cummax (S_MAX) / cummin (S_MIN) values and int64 indices of ``x`` along ``dim``, as torch.cummax/cummin."""
     if code not in (op.S_MAX, op.S_MIN):

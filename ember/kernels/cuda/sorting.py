@@ -30,6 +30,7 @@ from numba import cuda
 
 from ..._determinism import are_deterministic_algorithms_enabled
 from ..common.sorting import before
+from .bfloat16 import widened
 from .device_functions import device_function
 from .indexing import ATOMIC_DTYPES, scatter
 from .launch import MAX_BLOCKS, THREADS, device_meta, grid
@@ -241,17 +242,20 @@ def _counting_dtype(dtype: np.dtype) -> np.dtype:
 
 
 # ------------------------------------------------------------------ entry points
+@widened("values")
 def sort(x, dim: int, descending: bool, values, indices) -> None:
     """Stable sort of ``DeviceStorage`` ``x`` along ``dim`` into ``values`` and int64 ``indices`` (x's shape)."""
     size = x.shape[dim] if x.ndim else 1
     _sort_and_store("sort", x, dim, descending, 0, size, values, indices)
 
 
+@widened("values")
 def topk(x, k: int, dim: int, largest: bool, values, indices) -> None:
     """The ``k`` largest (or smallest) along ``dim``, in sorted order; outputs have size k along ``dim``."""
     _sort_and_store("topk", x, dim, largest, 0, k, values, indices)
 
 
+@widened("values")
 def kthvalue(x, k: int, dim: int, values, indices) -> None:
     """The k-th smallest (1-based) along ``dim``; outputs have keepdim shape."""
     size = x.shape[dim] if x.ndim else 1
@@ -260,11 +264,13 @@ def kthvalue(x, k: int, dim: int, values, indices) -> None:
     _sort_and_store("kthvalue", x, dim, False, k - 1, 1, values, indices)
 
 
+@widened("values")
 def mode(x, dim: int, values, indices) -> None:
     """Smallest most frequent value along ``dim`` and its last position; outputs have keepdim shape."""
     _sort_and_store("mode", x, dim, False, 0, 1, values, indices, want_mode=True)
 
 
+@widened()
 def searchsorted(boundaries, values, right: bool, sorter, out) -> None:
     """Insertion points of ``values`` (rows, n) in sorted ``boundaries`` (rows or 1, m), through ``sorter``
     (boundaries' shape, valid positions) when given; ``out`` is (rows, n) int64 or int32."""
@@ -293,6 +299,7 @@ def searchsorted(boundaries, values, right: bool, sorter, out) -> None:
                             rows * n)
 
 
+@widened("out")
 def bincount(x, weights, out) -> None:
     """Add one (or ``weights[i]``) to ``out[x[i]]``; ``x`` 1-D non-negative ints below ``out.size``."""
     n = x.numel
@@ -314,6 +321,7 @@ def bincount(x, weights, out) -> None:
         out.copy_from(counts)
 
 
+@widened("out")
 def histc(x, lo: float, hi: float, out) -> None:
     """Counts of ``x`` in ``out.size`` equal bins over [lo, hi] (lo < hi, finite), in x's dtype; ``out`` is
     overwritten."""

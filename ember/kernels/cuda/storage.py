@@ -5,6 +5,10 @@ differently in the simulator, so ember keeps its own strided view: ``buffer`` is
 a flat 1-D Numba device array, ``shape``/``strides`` (in elements, may be 0 or
 negative) and ``offset`` (elements) say which elements a tensor sees. Views
 share the buffer; kernels receive the buffer and the layout explicitly.
+
+bfloat16 storage holds its elements' bits in a uint16 buffer (Numba has no bfloat16): ``dtype`` says bfloat16,
+``bits()`` is the same view as uint16 for kernels that move elements, and ``bfloat16.py`` converts to and from
+the other dtypes (arithmetic kernels see float32, as on the CPU).
 """
 from __future__ import annotations
 
@@ -15,15 +19,18 @@ import numpy as np
 
 from ... import opcodes as op
 from ..._cuda_context import active, activate
+from ..common.dtypes import BFLOAT16, BFLOAT16_BITS
 from . import allocator
 from .ndarray import NdarrayProtocol, on_own_device, to_device_operand
 
 __all__ = ["DeviceStorage", "SUPPORTED_DTYPES", "c_strides"]
 
-# dtypes CUDA storage holds; uint32 holds dropout's random bits. float16 is stored as such and computed in float32
-# (the tensor layer widens it before arithmetic kernels, as on the CPU and in torch).
+# dtypes kernels take; uint32 holds dropout's random bits, uint16 bfloat16's bits. float16 is stored as such and
+# computed in float32 (the tensor layer widens it before arithmetic kernels, as on the CPU and in torch).
 SUPPORTED_DTYPES = frozenset(np.dtype(t) for t in (
-    np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint32, np.float16, np.float32, np.float64))
+    np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.uint16, np.uint32, np.float16, np.float32,
+    np.float64))
+STORAGE_DTYPES = SUPPORTED_DTYPES | {BFLOAT16}  # what a storage may hold
 
 
 def c_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -37,24 +44,30 @@ def c_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 def _check_dtype(dtype: np.dtype) -> np.dtype:
     dtype = np.dtype(dtype)
-    if dtype not in SUPPORTED_DTYPES:
+    if dtype not in STORAGE_DTYPES:
         raise TypeError(f"CUDA storage does not support dtype {dtype}")
     return dtype
 
 
+def _buffer_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of the flat buffer behind a storage of ``dtype`` (bfloat16's bits are uint16)."""
+    return BFLOAT16_BITS if dtype == BFLOAT16 else dtype
+
+
 class DeviceStorage(NdarrayProtocol):
     """A strided view of a flat device buffer (see the module docstring) on CUDA device ``device_index`` (the
-    device whose context is current when None: where a buffer just allocated lives)."""
+    device whose context is current when None: where a buffer just allocated lives); ``dtype`` is the buffer's
+    own unless given (bfloat16 over a uint16 buffer)."""
 
     __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "device_index")
 
     def __init__(self, buffer, shape: Sequence[int], strides: Sequence[int], offset: int = 0,
-                 device_index: int | None = None) -> None:
+                 device_index: int | None = None, dtype: np.dtype | None = None) -> None:
         self.buffer = buffer
         self.shape = tuple(int(n) for n in shape)
         self.strides = tuple(int(s) for s in strides)
         self.offset = int(offset)
-        self.dtype = np.dtype(buffer.dtype)
+        self.dtype = np.dtype(buffer.dtype) if dtype is None else dtype
         self.device_index = active.index if device_index is None else device_index
         if len(self.shape) != len(self.strides):
             raise ValueError(f"shape {self.shape} and strides {self.strides} differ in length")
@@ -66,7 +79,7 @@ class DeviceStorage(NdarrayProtocol):
         array = np.asarray(array)
         out = cls.empty(array.shape, array.dtype)
         if out.numel:
-            out.buffer.copy_to_device(np.ascontiguousarray(array).reshape(-1))
+            out.buffer.copy_to_device(np.ascontiguousarray(array).reshape(-1).view(out.buffer.dtype))
         return out
 
     @classmethod
@@ -76,8 +89,9 @@ class DeviceStorage(NdarrayProtocol):
         if any(n < 0 for n in shape):
             raise ValueError(f"negative dimension in shape {shape}")
         index = active.index
-        buffer = allocator.device_empty(math.prod(shape), _check_dtype(dtype), index)
-        return cls(buffer, shape, c_strides(shape), 0, index)
+        dtype = _check_dtype(dtype)
+        buffer = allocator.device_empty(math.prod(shape), _buffer_dtype(dtype), index)
+        return cls(buffer, shape, c_strides(shape), 0, index, dtype)
 
     def on_device(self, index: int) -> DeviceStorage:
         """This view on device ``index``: itself when already there, else a C-contiguous copy made through host
@@ -116,7 +130,7 @@ class DeviceStorage(NdarrayProtocol):
         if self.numel == 0:
             return np.empty(self.shape, self.dtype)
         lo, hi = self.span()
-        host = self.buffer[lo:hi].copy_to_host()
+        host = self.buffer[lo:hi].copy_to_host().view(self.dtype)
         item = self.dtype.itemsize
         view = np.lib.stride_tricks.as_strided(host[self.offset - lo:], self.shape,
                                                tuple(s * item for s in self.strides))
@@ -149,7 +163,11 @@ class DeviceStorage(NdarrayProtocol):
 
     # ------------------------------------------------------------------ views (share the buffer)
     def _view(self, shape, strides, offset) -> DeviceStorage:
-        return DeviceStorage(self.buffer, shape, strides, offset, self.device_index)
+        return DeviceStorage(self.buffer, shape, strides, offset, self.device_index, self.dtype)
+
+    def bits(self) -> DeviceStorage:
+        """This view as its buffer's own dtype (a bfloat16 storage's uint16 bits), for kernels that move elements."""
+        return DeviceStorage(self.buffer, self.shape, self.strides, self.offset, self.device_index)
 
     def _dim(self, dim: int) -> int:
         if not -self.ndim <= dim < max(self.ndim, 1):
@@ -252,7 +270,13 @@ class DeviceStorage(NdarrayProtocol):
         if not isinstance(other, DeviceStorage):  # an explicit host-to-device copy
             host = np.asarray(other)
             other = DeviceStorage.from_numpy(host) if host.size > 1 else to_device_operand(host)
-        unary(op.COPY, other.on_device(self.device_index), self)
+        other = other.on_device(self.device_index)
+        if self.dtype == BFLOAT16 or other.dtype == BFLOAT16:
+            from .bfloat16 import copy  # not at the top: the conversion kernels import this module
+
+            copy(other, self)
+            return
+        unary(op.COPY, other, self)
 
     @on_own_device
     def contiguous(self) -> DeviceStorage:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...opcodes import ACTIVATIONS_BY_NAME
-from ...tensor import activation_ops, dtypes
+from ...tensor import activation_ops, autocast_policy, dtypes
 from ...tensor import elementwise as ew
 from ...tensor.activation_ops import checked_softmax, hardshrink, prelu, require_float
 from ...tensor.fused.activations import activation as fused_activation
@@ -136,6 +136,8 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("softplus", input):
+        return autocast_policy.run("softplus", softplus, input, beta, threshold)
     return _activation(input, "softplus_beta", (beta, threshold))
 
 

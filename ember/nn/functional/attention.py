@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...tensor import dtypes
+from ...tensor import autocast_policy, dtypes
 from ...tensor.creation import zeros
 from ...tensor.joins import cat
 from ...tensor.tensor import Tensor
@@ -61,6 +61,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     after each query (top-left aligned); ``enable_gqa`` repeats key/value heads (dim -3) to match the
     query's heads.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("scaled_dot_product_attention", query):
+        return autocast_policy.run("scaled_dot_product_attention", scaled_dot_product_attention, query, key, value,
+                                   attn_mask, dropout_p, is_causal, scale, enable_gqa)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise TypeError(f"scaled_dot_product_attention(): argument '{name}' must be Tensor, not {type(t).__name__}")

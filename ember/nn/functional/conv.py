@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...tensor import dtypes
+from ...tensor import autocast_policy, dtypes
 from ...tensor.fused.conv import ConvGeometry, conv, conv_transpose
 from ...tensor.tensor import Tensor
 
@@ -127,6 +127,8 @@ def _same_padding(kernel, dilation, stride, op: str) -> tuple[tuple[int, ...], t
 # ---------------------------------------------------------------------------------------------------- public ops
 def _convnd(nd: int, op: str, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
             dilation: Any, groups: int) -> Tensor:
+    if autocast_policy.ACTIVE and autocast_policy.covers(op, input):
+        return autocast_policy.run(op, _convnd, nd, op, input, weight, bias, stride, padding, dilation, groups)
     unbatched = _check_operands(op, nd, input, weight, bias)
     x = input.unsqueeze(0) if unbatched else input
     stride = _ntuple(stride, nd, "stride", op)
@@ -162,6 +164,9 @@ def _convnd(nd: int, op: str, input: Tensor, weight: Tensor, bias: Tensor | None
 
 def _conv_transposend(nd: int, op: str, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
                       padding: Any, output_padding: Any, groups: int, dilation: Any) -> Tensor:
+    if autocast_policy.ACTIVE and autocast_policy.covers(op, input):
+        return autocast_policy.run(op, _conv_transposend, nd, op, input, weight, bias, stride, padding,
+                                   output_padding, groups, dilation)
     unbatched = _check_operands(op, nd, input, weight, bias)
     x = input.unsqueeze(0) if unbatched else input
     if isinstance(padding, str):

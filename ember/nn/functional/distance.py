@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...tensor import autocast_policy
 from ...tensor.tensor import Tensor
 from ...tensor.dtypes import promote_types
 from ...tensor.joins import broadcast_tensors
@@ -32,6 +33,8 @@ def _clamped_norm(x: Tensor, dim: int, eps: float) -> Tensor:
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcast together); norms below ``eps``
     count as ``eps``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("cosine_similarity", x1):
+        return autocast_policy.run("cosine_similarity", cosine_similarity, x1, x2, dim, eps)
     a, b = _broadcast_float(x1, x2)
     return ((a / _clamped_norm(a, dim, eps)) * (b / _clamped_norm(b, dim, eps))).sum(dim)
 
@@ -44,6 +47,8 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """The p-norm distance between each pair of rows ``i < j`` of a 2-D ``input``, in row-major pair order."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("pdist", input):
+        return autocast_policy.run("pdist", pdist, input, p)
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if p < 0:

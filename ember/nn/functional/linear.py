@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...tensor import autocast_policy
 from ...tensor.contractions import einsum
 from ...tensor.fused import linear as fused
 from ...tensor.tensor import Tensor
@@ -35,6 +36,8 @@ def check_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> None:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` over the last dimension of ``input`` (any leading dimensions)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("linear", input):
+        return autocast_policy.run("linear", linear, input, weight, bias)
     check_linear(input, weight, bias)
     if weight.ndim == 1 or input.ndim == 1 or (bias is not None and bias.shape != (weight.shape[0],)):
         out = input.matmul(weight.t() if weight.ndim == 2 else weight)
@@ -44,6 +47,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y[..., o] = x1[..., i] * weight[o, i, j] * x2[..., j] + bias[o]``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("bilinear", input1):
+        return autocast_policy.run("bilinear", bilinear, input1, input2, weight, bias)
     if weight.ndim != 3:
         raise RuntimeError(f"bilinear(): weight must be 3-dimensional, got shape {list(weight.shape)}")
     if input1.shape[:-1] != input2.shape[:-1]:

@@ -6,6 +6,7 @@ is ``ember.tensor.fused.bias_activation``.
 """
 from __future__ import annotations
 
+from ...tensor import autocast_policy
 from ...tensor.fused import bias_activation as fused
 from ...tensor.fused.bias_activation import BIAS_ACTIVATIONS
 from ...tensor.tensor import Tensor
@@ -21,6 +22,8 @@ def linear_activation(input: Tensor, weight: Tensor, bias: Tensor, activation: s
     ``weight`` is 2-D, ``bias`` 1-D with one entry per output feature and ``input`` at least 2-D, all of one
     floating dtype; anything ``linear`` rejects gets ``linear``'s error.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("linear", input):
+        return autocast_policy.run("linear", linear_activation, input, weight, bias, activation, params)
     check_linear(input, weight, bias)
     if activation not in BIAS_ACTIVATIONS:
         raise ValueError(f"linear_activation(): unknown activation {activation!r}; expected one of {BIAS_ACTIVATIONS}")

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...autograd.function import Function, name_node
 from ...autograd.grad_mode import no_grad
-from ...tensor import dtypes
+from ...tensor import autocast_policy, dtypes
 from ...tensor.device import CPU, place
 from ...tensor.fused import losses as fused
 from ...tensor.tensor import Tensor
@@ -124,6 +124,8 @@ def _pointwise_pair(input: Tensor, target: Tensor, op: str) -> tuple[Tensor, Ten
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean squared error ``(input - target) ** 2``, optionally weighted per element."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("mse_loss", input):
+        return autocast_policy.run("mse_loss", mse_loss, input, target, size_average, reduce, reduction, weight)
     reduction = _reduction(reduction, size_average, reduce)
     input, target = _pointwise_pair(input, target, "mse_cpu")
     loss = _elementwise_weight((input - target).square(), weight, input, reduction, mean_over_weight=True)
@@ -133,6 +135,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """Mean absolute error ``|input - target|``, optionally weighted per element."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("l1_loss", input):
+        return autocast_policy.run("l1_loss", l1_loss, input, target, size_average, reduce, reduction, weight)
     reduction = _reduction(reduction, size_average, reduce)
     input, target = _pointwise_pair(input, target, "l1_cpu")
     return _elementwise_weight((input - target).abs(), weight, input, reduction, mean_over_weight=True)
@@ -148,6 +152,9 @@ def _huber(diff: Tensor, threshold: float, scale_quadratic: float, scale_linear:
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Quadratic (``0.5 d**2 / beta``) below ``beta``, L1 (``|d| - beta / 2``) above; ``beta=0`` is L1."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("smooth_l1_loss", input):
+        return autocast_policy.run("smooth_l1_loss", smooth_l1_loss, input, target, size_average, reduce, reduction,
+                                   beta)
     reduction = _reduction(reduction, size_average, reduce)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -160,6 +167,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """Quadratic (``0.5 d**2``) below ``delta``, linear (``delta * (|d| - delta / 2)``) above."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("huber_loss", input):
+        return autocast_policy.run("huber_loss", huber_loss, input, target, reduction, delta, weight)
     reduction = _reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -220,6 +229,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
     ``reduction='mean'`` divides by the summed weights of the non-ignored targets, as torch does.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("nll_loss", input):
+        return autocast_policy.run("nll_loss", nll_loss, input, target, weight, size_average, ignore_index, reduce,
+                                   reduction)
     reduction = _reduction(reduction, size_average, reduce)
     return _class_nll(input, target, weight, ignore_index, reduction, 0.0, False, "nll_loss_out_frame")
 
@@ -256,6 +268,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     ``label_smoothing`` mixes the target with the uniform distribution; mean
     reduction over indices divides by the summed weights of kept targets.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("cross_entropy", input):
+        return autocast_policy.run("cross_entropy", cross_entropy, input, target, weight, size_average, ignore_index,
+                                   reduce, reduction, label_smoothing)
     reduction = _reduction(reduction, size_average, reduce)
     if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -297,6 +312,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
     """``-w * (y * log(x) + (1 - y) * log(1 - x))`` for probabilities ``x``, logs clamped to >= -100."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("binary_cross_entropy", input):
+        return autocast_policy.run("binary_cross_entropy", binary_cross_entropy, input, target, weight, size_average,
+                                   reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
@@ -319,6 +337,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 
     ``pos_weight`` scales the positive term (broadcast along the last dim), ``weight`` the whole loss.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("binary_cross_entropy_with_logits", input):
+        return autocast_policy.run("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, input, target,
+                                   weight, size_average, reduce, reduction, pos_weight)
     reduction = _reduction(reduction, size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
@@ -341,6 +362,8 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, redu
     ``reduction='batchmean'`` divides the sum by the batch size (the true KL);
     ``'mean'`` divides by the element count and warns, as torch does.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("kl_div", input):
+        return autocast_policy.run("kl_div", kl_div, input, target, size_average, reduce, reduction, log_target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     elif reduction == "mean":
@@ -396,6 +419,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """Poisson negative log-likelihood: ``exp(input) - target * input`` (``log_input``) or
     ``input - target * log(input + eps)``; ``full`` adds Stirling's term where ``target > 1``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("poisson_nll_loss", input):
+        return autocast_policy.run("poisson_nll_loss", poisson_nll_loss, input, target, log_input, full, size_average,
+                                   eps, reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     if log_input:
         loss = input.exp() - target * input
@@ -413,6 +439,9 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                         size_average: bool | None = None, reduce: bool | None = None,
                         reduction: str = "mean") -> Tensor:
     """``max(0, -target * (input1 - input2) + margin)``: ``target`` 1 ranks ``input1`` first, -1 ``input2``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("margin_ranking_loss", input1):
+        return autocast_policy.run("margin_ranking_loss", margin_ranking_loss, input1, input2, target, margin,
+                                   size_average, reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     if input1.ndim != input2.ndim or input1.ndim != target.ndim:
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -423,6 +452,9 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("hinge_embedding_loss", input):
+        return autocast_policy.run("hinge_embedding_loss", hinge_embedding_loss, input, target, margin, size_average,
+                                   reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     below = where(target != 1, (margin - input).clamp(min=0), 0.0)
     return _reduce(below + where(target != -1, input, 0.0), reduction)
@@ -431,6 +463,9 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
                      reduction: str = "mean") -> Tensor:
     """Two-class logistic loss ``log(1 + exp(-target * input))`` (computed without overflow)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("soft_margin_loss", input):
+        return autocast_policy.run("soft_margin_loss", soft_margin_loss, input, target, size_average, reduce,
+                                   reduction)
     reduction = _reduction(reduction, size_average, reduce)
     return _reduce(-_log_sigmoid(target * input), reduction)
 
@@ -454,6 +489,9 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
     """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("cosine_embedding_loss", input1):
+        return autocast_policy.run("cosine_embedding_loss", cosine_embedding_loss, input1, input2, target, margin,
+                                   size_average, reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     if target.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -487,6 +525,9 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
                         eps: float = 1e-6, swap: bool = False, size_average: bool | None = None,
                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``max(0, margin + d(a, p) - d(a, n))`` with the p-norm pairwise distance over the last dim."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("triplet_margin_loss", anchor):
+        return autocast_policy.run("triplet_margin_loss", triplet_margin_loss, anchor, positive, negative, margin, p,
+                                   eps, swap, size_average, reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     return _triplet(anchor, positive, negative, lambda a, b: pairwise_distance(a, b, p, eps), margin, swap,
                     reduction)
@@ -523,6 +564,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                       size_average: bool | None = None, reduce: bool | None = None,
                       reduction: str = "mean") -> Tensor:
     """Multi-class hinge: ``sum_{i != y} w[y] * max(0, margin - x[y] + x[i]) ** p / C`` per sample."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("multi_margin_loss", input):
+        return autocast_policy.run("multi_margin_loss", multi_margin_loss, input, target, p, margin, weight,
+                                   size_average, reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -550,6 +594,9 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
                            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Multi-label hinge: for each target class j (listed in ``target`` up to the first -1) and each
     non-target class i, ``max(0, 1 - (x[j] - x[i])) / C`` summed per sample."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("multilabel_margin_loss", input):
+        return autocast_policy.run("multilabel_margin_loss", multilabel_margin_loss, input, target, size_average,
+                                   reduce, reduction)
     reduction = _reduction(reduction, size_average, reduce)
     if target.dtype is not dtypes.int64:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.scalar_type_name}")
@@ -637,6 +684,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     and their gradients. Like torch, the gradient assumes ``log_probs`` come
     from a log-softmax.
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("ctc_loss", log_probs):
+        return autocast_policy.run("ctc_loss", ctc_loss, log_probs, targets, input_lengths, target_lengths, blank,
+                                   reduction, zero_infinity)
     reduction = _reduction(reduction)
     if log_probs.dtype not in (dtypes.float32, dtypes.float64):
         raise NotImplementedError(f'"ctc_loss_cpu" not implemented for \'{log_probs.dtype.scalar_type_name}\'')

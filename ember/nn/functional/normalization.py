@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...autograd.grad_mode import no_grad
-from ...tensor import dtypes
+from ...tensor import autocast_policy, dtypes
 from ...tensor.fused import normalization as fused
 from ...tensor.tensor import Tensor
 from ...tensor.joins import cat
@@ -23,10 +23,11 @@ __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm"
 
 
 def _check_dtypes(input: Tensor, *others: Tensor | None) -> None:
-    """torch's CPU rule: float32/float64 inputs need parameters of the same dtype; float16 takes float16 or float32."""
+    """torch's CPU rule: float32/float64 inputs need parameters of the same dtype; float16 and bfloat16 take their
+    own dtype or float32."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"expected a floating-point input, but got {input.dtype}")
-    allowed = (input.dtype, dtypes.float32) if input.dtype is dtypes.float16 else (input.dtype,)
+    allowed = (input.dtype, dtypes.float32) if input.dtype.compute is not input.dtype else (input.dtype,)
     for t in others:
         if t is not None and t.dtype not in allowed:
             raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
@@ -56,6 +57,8 @@ def _check_normalized(input: Tensor, shape: tuple[int, ...], separator: str, **p
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize over the last ``len(normalized_shape)`` dims, then scale by ``weight`` and shift by ``bias``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("layer_norm", input):
+        return autocast_policy.run("layer_norm", layer_norm, input, normalized_shape, weight, bias, eps)
     shape = _normalized_shape(normalized_shape)
     _check_normalized(input, shape, ", ", weight=weight, bias=bias)
     _check_dtypes(input, weight, bias)
@@ -65,6 +68,8 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
     """Normalize each group of ``C / num_groups`` channels of each sample, then a per-channel affine."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("group_norm", input):
+        return autocast_policy.run("group_norm", group_norm, input, num_groups, weight, bias, eps)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     channels = input.shape[1]
@@ -174,6 +179,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
 def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last dims; ``eps=None`` is the compute dtype's epsilon."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("rms_norm", input):
+        return autocast_policy.run("rms_norm", rms_norm, input, normalized_shape, weight, eps)
     shape = _normalized_shape(normalized_shape)
     _check_normalized(input, shape, "", weight=weight)
     cdt = input.dtype.compute

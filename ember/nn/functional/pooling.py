@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..._determinism import alert_not_deterministic
-from ...tensor import dtypes
+from ...tensor import autocast_policy, dtypes
 from ...tensor.fused import pooling as fused
 from ...tensor.fused.pooling import Windows, lead_dims, plane_sizes
 from ...tensor.tensor import Tensor
@@ -210,6 +210,9 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over sliding (kD, kH, kW) windows."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("max_pool3d", input):
+        return autocast_policy.run("max_pool3d", max_pool3d, input, kernel_size, stride, padding, dilation, ceil_mode,
+                                   return_indices)
     return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
@@ -253,6 +256,9 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Mean over sliding (kD, kH, kW) windows."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("avg_pool3d", input):
+        return autocast_policy.run("avg_pool3d", avg_pool3d, input, kernel_size, stride, padding, ceil_mode,
+                                   count_include_pad, divisor_override)
     return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -276,6 +282,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
 
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Mean pooling to a given (D, H, W); None keeps that dim's size."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("adaptive_avg_pool3d", input):
+        return autocast_policy.run("adaptive_avg_pool3d", adaptive_avg_pool3d, input, output_size)
     return _adaptive_avg(3, input, output_size)
 
 
@@ -291,6 +299,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
 
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a given (D, H, W) (adaptive windows)."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("adaptive_max_pool3d", input):
+        return autocast_policy.run("adaptive_max_pool3d", adaptive_max_pool3d, input, output_size, return_indices)
     return _max_result(input, _adaptive("adaptive_max_pool3d", input, 3, output_size), 3, return_indices)
 
 
@@ -354,12 +364,18 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  output_size: Any = None) -> Tensor:
     """The partial inverse of max_pool2d: values back at their indices, zeros elsewhere."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("max_unpool2d", input):
+        return autocast_policy.run("max_unpool2d", max_unpool2d, input, indices, kernel_size, stride, padding,
+                                   output_size)
     return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  output_size: Any = None) -> Tensor:
     """The partial inverse of max_pool3d."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("max_unpool3d", input):
+        return autocast_policy.run("max_unpool3d", max_unpool3d, input, indices, kernel_size, stride, padding,
+                                   output_size)
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...autograd.function import Function
+from ...tensor import autocast_policy
 from ...tensor.tensor import Tensor
 from ...tensor.device import place
 
@@ -157,7 +158,13 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     ``mode`` is ``'constant'`` (any number of dims, negative amounts crop), or ``'reflect'``,
     ``'replicate'``, ``'circular'`` (the last 1-3 dims of a batched or unbatched input).
     """
+    if autocast_policy.ACTIVE and mode in _AUTOCAST_PADS and autocast_policy.covers(_AUTOCAST_PADS[mode], input):
+        return autocast_policy.run(_AUTOCAST_PADS[mode], _padded, input, _ints("pad", pad, "pad"), mode, value)
     return _padded(input, _ints("pad", pad, "pad"), mode, value)
+
+
+# autocast's names of the padding modes it covers (the CPU runs them in float32)
+_AUTOCAST_PADS = {"reflect": "reflection_pad", "replicate": "replication_pad"}
 
 
 def constant_pad_nd(input: Tensor, pad: Sequence[int], value: float = 0) -> Tensor:
@@ -288,6 +295,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """Resize the spatial dims of an ``(N, C, d1[, d2[, d3]])`` tensor to ``size`` or by ``scale_factor``."""
+    if autocast_policy.ACTIVE and autocast_policy.covers("interpolate", input):
+        return autocast_policy.run("interpolate", interpolate, input, size, scale_factor, mode, align_corners,
+                                   recompute_scale_factor, antialias)
     if input.ndim not in (3, 4, 5) or mode not in _MODES:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
                                   f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
@@ -400,6 +410,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
 
     ``grid[..., 0]`` is x (width), ``grid[..., 1]`` is y (height), ``grid[..., 2]`` is z (depth).
     """
+    if autocast_policy.ACTIVE and autocast_policy.covers("grid_sample", input):
+        return autocast_policy.run("grid_sample", grid_sample, input, grid, mode, padding_mode, align_corners)
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
                          f"got: '{mode}'")

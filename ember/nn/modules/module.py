@@ -383,6 +383,10 @@ class Module:
         """Cast floating parameters and buffers to float16."""
         return self._cast(dtypes.float16)
 
+    def bfloat16(self) -> "Module":
+        """Cast floating parameters and buffers to bfloat16."""
+        return self._cast(dtypes.bfloat16)
+
     def type(self, dst_type: Any) -> "Module":
         """Cast every parameter and buffer to ``dst_type``."""
         return self._apply(lambda t: t.type(dst_type))
@@ -394,6 +398,15 @@ class Module:
     def cuda(self, device: Any = None) -> "Module":
         """Move parameters and buffers to a CUDA device."""
         return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
+    def share_memory(self) -> "Module":
+        """Move parameters, their gradients and buffers into shared memory in place (``Tensor.share_memory_``),
+        so processes this module is sent to (or forked into) train the same weights (hogwild)."""
+        return self._apply(lambda t: t.share_memory_())
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's forward in place, with ``ember.compile``'s arguments (``state_dict`` unchanged)."""
+        COMPILE_IN_PLACE[0](self, *args, **kwargs)
 
     # -- calling -----------------------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -652,6 +665,8 @@ _BOOKKEEPING: dict[str, Callable[[], Any]] = {
     "_load_state_dict_post_hooks": OrderedDict,
 }
 _EXTRA_STATE = "_extra_state"
+# ``Module.compile``'s compiler: ``ember.compiler`` (above nn) puts its in-place compile here when imported.
+COMPILE_IN_PLACE: list[Callable[..., None]] = []
 
 
 def _add_hook(table: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:

@@ -11,6 +11,7 @@ import numbers
 import warnings
 from typing import Any
 
+from ...tensor import autocast_policy
 from ...tensor.creation import empty, zeros
 from ...tensor.indexing import index_select
 from ...tensor.tensor import Tensor
@@ -311,9 +312,17 @@ class RNNCellBase(Module):
                                    f"{self.hidden_size}")
             full.append(s)
         weights = (self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, None)
-        result = run_direction(mode, x, full[0], full[1] if mode == "LSTM" else None, weights, (batch,))
+        args = (mode, x, full[0], full[1] if mode == "LSTM" else None, weights, (batch,))
+        op = _CELL_OPS[mode]  # torch's name of the step, for autocast
+        if autocast_policy.ACTIVE and autocast_policy.covers(op, x):
+            result = autocast_policy.run(op, run_direction, *args)
+        else:
+            result = run_direction(*args)
         new = result[1:]
         return new if batched else tuple(s.squeeze(0) for s in new)
+
+
+_CELL_OPS = {"LSTM": "lstm_cell", "GRU": "gru_cell", "RNN_TANH": "rnn_tanh_cell", "RNN_RELU": "rnn_relu_cell"}
 
 
 class RNNCell(RNNCellBase):

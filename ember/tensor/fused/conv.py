@@ -15,6 +15,7 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...kernels.common.conv import geometry_array
+from ...kernels.common.dtypes import NARROW_FLOATS
 from .._dispatch import ascontiguous, backend
 from ..tensor import Tensor
 
@@ -61,8 +62,8 @@ class ConvGeometry:
 
 # ------------------------------------------------------------------------------------------------ array helpers
 def kernel_dtype(dt: np.dtype) -> np.dtype:
-    """The dtype kernels compute in: float16 in float32, integers in float64 (exact below 2**53)."""
-    if dt == np.float16:
+    """The dtype kernels compute in: float16 and bfloat16 in float32, integers in float64 (exact below 2**53)."""
+    if dt in NARROW_FLOATS:
         return np.dtype(np.float32)
     return dt if dt in (np.float32, np.float64) else np.dtype(np.float64)
 

@@ -14,6 +14,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ..._cuda_runtime.generators import generator_state
 from ...autograd.function import NO_RECORD, Function, must_apply
 from .. import dtypes
 from .._dispatch import ascontiguous, backend, compute_dtype, flat_views
@@ -27,8 +28,6 @@ __all__ = ["channel_noise", "dropout"]
 def _random_bits(n: int, dev: device) -> np.ndarray:
     """``n`` uint32 values of fresh random bits on ``dev``, from that device's default generator."""
     if dev.type == "cuda":
-        from ...cuda.random import generator_state  # not at the top: ember.cuda imports the tensor layer
-
         return generator_state(dev.index).draws().bits(n)
     raw = default_generator._np.bit_generator.random_raw((n + 1) // 2)
     return raw.view(np.uint32)[:n]

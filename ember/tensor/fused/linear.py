@@ -6,22 +6,29 @@ from __future__ import annotations
 
 from ...autograd.function import Function
 from ...autograd.tangents import total_tangent
+from ...kernels.common.dtypes import NARROW_FLOATS, computable
 from ..tensor import Tensor
 
 __all__ = ["linear", "product_grads"]
 
 
 class _Linear(Function):
-    """``x @ W.T + b`` in one node: one BLAS call forward; backward in tensor ops (so it is differentiable)."""
+    """``x @ W.T + b`` in one node: one BLAS call forward; backward in tensor ops (so it is differentiable).
+    float16 and bfloat16 are computed in float32 and rounded once, bias included, as torch's addmm."""
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
         ctx.save_for_backward(x, weight)
         ctx.has_bias = bias is not None
-        x2 = x._array.reshape(-1, x.shape[-1])
-        out = x2 @ weight._array.T
+        x2, w = x._array.reshape(-1, x.shape[-1]), weight._array
+        narrow = w.dtype in NARROW_FLOATS
+        if narrow:
+            x2, w = computable(x2), computable(w)
+        out = x2 @ w.T
         if bias is not None:
             out += bias._array
+        if narrow:
+            out = out.astype(weight._array.dtype)
         return Tensor._make(out.reshape(*x.shape[:-1], weight.shape[0]))
 
     @staticmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd.function import Function, once_differentiable
+from ...kernels.common.dtypes import NARROW_FLOATS
 from .._dispatch import ascontiguous, backend, compute_dtype
 from ..tensor import Tensor
 
@@ -17,9 +18,9 @@ __all__ = ["class_nll", "ctc", "log_softmax_by_logsumexp"]
 
 
 def _compute_array(t: Tensor) -> np.ndarray:
-    """``t``'s array, C-contiguous, in the dtype kernels compute in (float16 widened to float32)."""
+    """``t``'s array, C-contiguous, in the dtype kernels compute in (float16 and bfloat16 widened to float32)."""
     arr = t._array
-    if arr.dtype == np.float16:
+    if arr.dtype in NARROW_FLOATS:
         return arr.astype(np.float32)
     return ascontiguous(arr)
 

@@ -5,6 +5,8 @@ the leaves. Collating stacks tensors, arrays and numbers into one tensor with a
 new leading batch dimension (Python ints become int64, floats float64, as in
 torch); strings and bytes stay a plain sequence. ``collate`` takes the leaf
 rules as a ``{type: fn}`` map so a user can add types without rewriting the walk.
+In a DataLoader worker a stacked batch is moved into shared memory (as torch
+collates there), so it reaches the main process as a handle, not as bytes.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from ...tensor import dtypes
 from ...tensor.creation import as_tensor, tensor
 from ...tensor.joins import stack
 from ...tensor.tensor import Tensor
+from ._worker import get_worker_info
 
 # NumPy dtypes with no tensor counterpart: bytes, unicode, objects.
 _NP_STR_OBJ = re.compile(r"[SaUO]")
@@ -26,7 +29,10 @@ _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dict
 
 
 def _collate_tensor(batch: list, *, collate_fn_map: dict | None = None) -> Tensor:
-    return stack(list(batch), 0)
+    out = stack(list(batch), 0)
+    if get_worker_info() is not None:
+        out.share_memory_()
+    return out
 
 
 def _collate_ndarray(batch: list, *, collate_fn_map: dict | None = None) -> Any:

@@ -1,23 +1,33 @@
-"""``DataLoader``: batches from a dataset, in sampler order, through a collate function.
+"""``DataLoader``: batches from a dataset, in sampler order, through a collate function, in this process or in
+worker processes.
 
-The loader only wires the pieces: a sampler chooses indices (or, for iterable
-datasets, an endless sampler stands for "next sample"), a batch sampler groups
-them, a fetcher reads the samples, and ``collate_fn`` turns them into a batch.
-Loading runs in the calling process: ``num_workers`` is accepted and checked as
-torch checks it, but samples are read in-process whatever its value, so
-``get_worker_info()`` is always None.
+The loader only wires the pieces: a sampler chooses indices (or, for iterable datasets, an endless sampler stands
+for "next sample"), a batch sampler groups them, a fetcher reads the samples, and ``collate_fn`` turns them into a
+batch. ``iter(loader)`` makes the pass: with ``num_workers=0`` every batch is loaded in the calling process when
+asked for (``_loader_iter``); with workers, ``num_workers`` processes (started by ``multiprocessing_context``, the
+platform's default start method when None) load ``prefetch_factor`` batches each ahead of the training loop
+(``_worker_pool``), and batches still come out in sampler order unless ``in_order=False``. torch's semantics
+throughout: each worker is seeded from a base seed drawn per pass from ``generator`` (``get_worker_info()`` tells a
+worker its id, seed and dataset copy), workers collate into shared memory so a batch reaches this process as a
+handle (``ember.multiprocessing``'s reducers), not as bytes, an exception in a worker is raised here with its
+traceback, a dead worker or an exceeded ``timeout`` raises RuntimeError, and leaving a loop early shuts the workers
+down.
 """
 from __future__ import annotations
 
 import itertools
+import multiprocessing.context
+import os
+import warnings
 from typing import Any, Callable, Iterable, Iterator
 
-from ...tensor import dtypes
-from ...tensor.creation import empty
+from ... import multiprocessing as ember_multiprocessing
+from ._collate import default_collate, default_convert
+from ._loader_iter import _BaseDataLoaderIter, _SingleProcessDataLoaderIter, iterable_length
+from ._worker import get_worker_info
+from ._worker_pool import _MultiProcessingDataLoaderIter
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
-from ._collate import default_collate, default_convert
-from ._pin_memory import pin_batch, pinning_enabled
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -27,16 +37,17 @@ class _InfiniteConstantSampler(Sampler):
         return itertools.repeat(None)
 
 
-def get_worker_info() -> None:
-    """Information about the current loader worker: None, as ember loads in the main process."""
-    return None
-
-
 _FROZEN_AFTER_INIT = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 
 
 class DataLoader:
-    """Iterate over ``dataset`` in batches, with torch's arguments, defaults and argument checks."""
+    """Iterate over ``dataset`` in batches, with torch's arguments, defaults and argument checks.
+
+    ``num_workers > 0`` loads in that many worker processes (``prefetch_factor`` batches each ahead, 2 by default),
+    started from ``multiprocessing_context`` and seeded per pass from ``generator``; ``worker_init_fn(worker_id)``
+    runs in each worker first, ``persistent_workers`` keeps them across passes, ``timeout`` bounds the wait for a
+    batch, ``in_order=False`` hands batches out as they arrive, and ``pin_memory`` pins in a thread beside them.
+    """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
                  sampler: Sampler | Iterable | None = None, batch_sampler: Sampler | Iterable | None = None,
@@ -52,6 +63,10 @@ class DataLoader:
         if num_workers == 0 and prefetch_factor is not None:
             raise ValueError("prefetch_factor option could only be specified in multiprocessing."
                              "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         self._iterable = isinstance(dataset, IterableDataset)
@@ -98,11 +113,36 @@ class DataLoader:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self.__initialized = True
+        self._IterableDataset_len_called: int | None = None  # set by len(loader): a pass that yields more warns
+        self._iterator: _BaseDataLoaderIter | None = None  # the persistent workers' iterator, once made
+        self.check_worker_number_rationality()
 
     def __setattr__(self, attr: str, val: Any) -> None:
         if self.__dict__.get("_DataLoader__initialized") and attr in _FROZEN_AFTER_INIT:
             raise ValueError(f"{attr} attribute should not be set after {type(self).__name__} is initialized")
         super().__setattr__(attr, val)
+
+    @property
+    def multiprocessing_context(self) -> Any:
+        """The context workers are started from (None: ember.multiprocessing's default start method)."""
+        return self.__multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context: Any) -> None:
+        if context is not None:
+            if self.num_workers == 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process loading "
+                                 f"(num_workers > 0), but got num_workers={self.num_workers}")
+            if isinstance(context, str):
+                methods = ember_multiprocessing.get_all_start_methods()
+                if context not in methods:
+                    raise ValueError(f"multiprocessing_context option should specify a valid start method in "
+                                     f"{methods!r}, but got multiprocessing_context={context!r}")
+                context = ember_multiprocessing.get_context(context)
+            if not isinstance(context, multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context object or a string "
+                                f"specifying the start method, but got multiprocessing_context={context}")
+        self.__multiprocessing_context = context
 
     @property
     def _auto_collation(self) -> bool:
@@ -112,68 +152,45 @@ class DataLoader:
     def _index_sampler(self) -> Iterable:
         return self.batch_sampler if self._auto_collation else self.sampler
 
-    def __iter__(self) -> "_LoaderIterator":
-        indices = iter(self._index_sampler)
-        # torch draws a base seed for workers at the start of every pass; drawing it keeps the default
-        # generator's stream in step with torch's sequence of draws.
-        empty((), dtype=dtypes.int64).random_(generator=self.generator)
-        batches = self._iterate_stream(indices) if self._iterable else self._iterate_map(indices)
-        return _LoaderIterator(self, batches)
+    def __iter__(self) -> _BaseDataLoaderIter:
+        """A pass over the data; with persistent workers, the same iterator (and workers) for every pass."""
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return self._get_iterator()
 
-    def _iterate_map(self, indices: Iterator) -> Iterator:
-        dataset = self.dataset
-        for index in indices:
-            if not self._auto_collation:
-                yield self.collate_fn(dataset[index])
-                continue
-            getitems = getattr(dataset, "__getitems__", None)
-            samples = getitems(index) if callable(getitems) else [dataset[i] for i in index]
-            yield self.collate_fn(samples)
-
-    def _iterate_stream(self, indices: Iterator) -> Iterator:
-        stream = iter(self.dataset)
-        for index in indices:
-            if not self._auto_collation:
-                try:
-                    sample = next(stream)
-                except StopIteration:
-                    return
-                yield self.collate_fn(sample)
-                continue
-            samples = list(itertools.islice(stream, len(index)))
-            if not samples or (self.drop_last and len(samples) < len(index)):
-                return
-            yield self.collate_fn(samples)
-            if len(samples) < len(index):
-                return
+    def _get_iterator(self) -> _BaseDataLoaderIter:
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        self.check_worker_number_rationality()
+        return _MultiProcessingDataLoaderIter(self)
 
     def __len__(self) -> int:
         if self._iterable:
-            length = len(self.dataset)
-            if self.batch_size is not None:
-                full, rest = divmod(length, self.batch_size)
-                length = full if self.drop_last or not rest else full + 1
-            return length
+            self._IterableDataset_len_called = len(self.dataset)  # a pass that yields more warns
+            return iterable_length(self._IterableDataset_len_called, self.batch_size, self.drop_last)
         return len(self._index_sampler)
 
-
-class _LoaderIterator:
-    """What ``iter(loader)`` returns: the batches of one pass, with the loader's ``len``."""
-
-    def __init__(self, loader: DataLoader, batches: Iterator) -> None:
-        self._loader = loader
-        self._batches = batches
-        self._pin = pinning_enabled(loader.pin_memory)
-
-    def __iter__(self) -> "_LoaderIterator":
-        return self
-
-    def __next__(self) -> Any:
-        batch = next(self._batches)
-        return pin_batch(batch) if self._pin else batch
-
-    def __len__(self) -> int:
-        return len(self._loader)
+    def check_worker_number_rationality(self) -> None:
+        """Warn, as torch does, when there are more workers than CPUs this process may run on."""
+        if not self.num_workers:
+            return
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        suggested = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+        if suggested is not None and self.num_workers <= suggested:
+            return
+        if suggested is None:
+            advice = "DataLoader is not able to compute a suggested max number of worker in current system."
+        else:
+            unchecked = "" if cpuset_checked else " (`cpuset` is not taken into account)"
+            advice = (f"Our suggested max number of worker in current system is {suggested}{unchecked}, which is "
+                      "smaller than what this DataLoader is going to create.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {advice} Please "
+                      "be aware that excessive worker creation might get DataLoader running slow or even freeze, "
+                      "lower the worker number to avoid potential slowness/freeze if necessary.", stacklevel=3)
 
 
 __all__ = ["DataLoader", "get_worker_info"]

@@ -11,7 +11,7 @@ from ..tensor.tensor import Size, Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import _softplus, _binary_cross_entropy_with_logits, broadcast_all, lazy_property, logits_to_probs, \
-    probs_to_logits
+    expand_probs_or_logits, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
@@ -46,12 +46,7 @@ class Bernoulli(ExponentialFamily):
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Bernoulli":
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        expand_probs_or_logits(self, new, batch_shape)
         super(Bernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -12,7 +12,7 @@ from ..tensor.tensor import Size, Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import _binary_cross_entropy_with_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, \
-    probs_to_logits
+    expand_probs_or_logits, probs_to_logits
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -49,12 +49,7 @@ class ContinuousBernoulli(ExponentialFamily):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        expand_probs_or_logits(self, new, batch_shape)
         super(ContinuousBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

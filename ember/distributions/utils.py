@@ -70,6 +70,15 @@ def _binary_cross_entropy_with_logits(logits: Tensor, target: Tensor) -> Tensor:
     return (1 - target) * logits - _logsigmoid(logits)
 
 
+def expand_probs_or_logits(old: Any, new: Any, shape: Any) -> None:
+    """``expand`` of a distribution parametrised by ``probs`` or ``logits`` (each derived lazily from the other):
+    expand into ``new`` whichever of them ``old`` holds, ``_param`` the last one, as the constructor sets it."""
+    for name in ("probs", "logits"):
+        if name in old.__dict__:
+            setattr(new, name, getattr(old, name).expand(shape))
+            new._param = getattr(new, name)
+
+
 def clamp_probs(probs: Tensor) -> Tensor:
     """Probabilities kept ``eps`` away from 0 and 1, so their logs stay finite."""
     eps = finfo(probs.dtype).eps

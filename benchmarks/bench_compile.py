@@ -29,10 +29,7 @@ from _harness import pin_threads, threads_from_argv
 if __name__ == "__main__":
     pin_threads(threads_from_argv(sys.argv[1:]))  # before numpy, numba or torch is imported
 
-import argparse  # noqa: E402 - the thread pools must be sized first
-import functools  # noqa: E402
-import subprocess  # noqa: E402
-from pathlib import Path  # noqa: E402
+import functools  # noqa: E402 - the thread pools must be sized first
 from typing import Any, Callable  # noqa: E402
 
 from workloads import Case, Workload, _backward_step, _gigabytes, _train_step, gelu_tanh, mlp, shrink  # noqa: E402
@@ -145,16 +142,6 @@ WORKLOADS = [Workload(f"{name}{suffix}", f"{label}{tag}", unit, functools.partia
 WORKLOADS.append(Workload("one_pass", "x * 2, 4M f32 (one pass)", "GB/s", one_pass))
 
 
-def side(name: str, device: str, threads: int) -> int:
-    """One framework's worker: the suite's, knowing this file's workloads too."""
-    import _worker
-    import workloads
-
-    known = {w.name for w in workloads.WORKLOADS}
-    workloads.WORKLOADS.extend(w for w in WORKLOADS if w.name not in known)  # unless the suite has them already
-    return _worker.main(name, device, threads)
-
-
 def _summary(rows: dict[str, tuple[dict, dict | None]]) -> list[str]:
     """Per block: ember eager, ember compiled, torch eager, torch compiled (ms per step) and the ratios; the
     compiled chain's cost in passes over memory."""
@@ -185,44 +172,8 @@ def _summary(rows: dict[str, tuple[dict, dict | None]]) -> list[str]:
     return lines
 
 
-def main(argv: list[str]) -> int:
-    import suite
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--budget", type=float, default=5.0, help="seconds of timed batches per workload")
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--only", help="comma-separated workload names: " + ",".join(w.name for w in WORKLOADS))
-    args = parser.parse_args(argv)
-    chosen = [w for w in WORKLOADS if not args.only or w.name in args.only.split(",")]
-
-    class Side(suite.Remote):
-        """A suite worker started through this file (``side``), so that it knows the workloads here."""
-
-        def __init__(self, name: str, device: str, threads: int) -> None:
-            self.name, self.warm_s, self.number, self.error, self.info = name, 0.0, 1, None, None
-            self.process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--side", name, device,
-                                             str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    rows: dict[str, tuple[dict, dict | None]] = {}
-    print(suite.HEADER)
-    for workload in chosen:
-        sides = [Side(name, "cpu", args.threads) for name in ("ember", "torch")]
-        try:
-            for remote in sides:
-                remote.wait_ready()
-            ours, theirs = suite.measure(sides, workload, args.scale, "cpu", args.repeats, args.budget)
-        finally:
-            for remote in sides:
-                remote.close()
-        rows[workload.name] = (ours, theirs)
-        print(suite.format_row(workload, ours, theirs), flush=True)
-    print("\n".join(_summary(rows)))
-    return 0
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--side"]:
-        raise SystemExit(side(sys.argv[2], sys.argv[3], int(sys.argv[4])))
-    raise SystemExit(main(sys.argv[1:]))
+    import standalone
+
+    raise SystemExit(standalone.main(__file__, WORKLOADS, sys.argv[1:], summary=_summary,
+                                     description=__doc__.splitlines()[0]))

@@ -21,10 +21,7 @@ from _harness import pin_threads, threads_from_argv
 if __name__ == "__main__":
     pin_threads(threads_from_argv(sys.argv[1:]))  # before numpy, numba or torch is imported
 
-import argparse  # noqa: E402 - the thread pools must be sized first
-import subprocess  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import Any  # noqa: E402 - the thread pools must be sized first
 
 from workloads import Case, Workload, shrink  # noqa: E402
 
@@ -59,49 +56,8 @@ def queue_round_trip(lib: Any, scale: float, device: str) -> Case:
 WORKLOADS = [Workload("queue_round_trip", "64 MB tensor Queue round trip", "GB/s", queue_round_trip)]
 
 
-def side(name: str, device: str, threads: int) -> int:
-    """One framework's worker: the suite's, knowing this file's workloads too."""
-    import _worker
-    import workloads
-
-    known = {w.name for w in workloads.WORKLOADS}
-    workloads.WORKLOADS.extend(w for w in WORKLOADS if w.name not in known)  # unless the suite has them already
-    return _worker.main(name, device, threads)
-
-
-def main(argv: list[str]) -> int:
-    import suite
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--budget", type=float, default=20.0, help="seconds of timed batches per workload")
-    parser.add_argument("--scale", type=float, default=1.0)
-    args = parser.parse_args(argv)
-
-    class Side(suite.Remote):
-        """A suite worker started through this file (``side``), so that it knows the workloads here."""
-
-        def __init__(self, name: str, device: str, threads: int) -> None:
-            self.name, self.warm_s, self.number, self.error, self.info = name, 0.0, 1, None, None
-            self.process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--side", name, device,
-                                             str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    sides = [Side(name, "cpu", args.threads) for name in ("ember", "torch")]
-    try:
-        for remote in sides:
-            remote.wait_ready()
-        print(suite.HEADER)
-        for workload in WORKLOADS:
-            ours, theirs = suite.measure(sides, workload, args.scale, "cpu", args.repeats, args.budget)
-            print(suite.format_row(workload, ours, theirs))
-    finally:
-        for remote in sides:
-            remote.close()
-    return 0
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--side"]:
-        raise SystemExit(side(sys.argv[2], sys.argv[3], int(sys.argv[4])))
-    raise SystemExit(main(sys.argv[1:]))
+    import standalone
+
+    raise SystemExit(standalone.main(__file__, WORKLOADS, sys.argv[1:], repeats=15, budget=20.0,
+                                     description=__doc__.splitlines()[0]))

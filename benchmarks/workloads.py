@@ -214,7 +214,9 @@ WORKLOADS = [
 
 # workloads kept in files of their own, appended to the suite's list
 from bench_amp import WORKLOADS as _AMP  # noqa: E402
+from bench_channels_last import WORKLOADS as _CHANNELS_LAST  # noqa: E402
 from bench_dataloader import WORKLOADS as _DATALOADER  # noqa: E402
 from bench_multiprocessing import WORKLOADS as _MULTIPROCESSING  # noqa: E402
+from bench_vmap import WORKLOADS as _VMAP  # noqa: E402
 
-WORKLOADS += _MULTIPROCESSING + _DATALOADER + [w for w in _AMP if w.name != "mlp_f32"]  # mlp_f32 is "mlp"
+WORKLOADS += _MULTIPROCESSING + _DATALOADER + [w for w in _AMP if w.name != "mlp_f32"] + _CHANNELS_LAST + _VMAP  # mlp_f32: "mlp"

@@ -108,7 +108,7 @@ from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, 
 from .tensor.quantile import nanquantile, quantile  # noqa: E402
 from .linalg.matrix_functions import matrix_exp  # noqa: E402
 from .linalg.norms import dist  # noqa: E402
-from . import accelerator, backends, distributed  # noqa: E402
+from . import accelerator, backends, distributed, futures  # noqa: E402
 from ._settings import get_default_device, get_float32_matmul_precision, get_num_interop_threads, \
     get_num_threads, is_storage, set_default_device, set_float32_matmul_precision, set_num_interop_threads, \
     set_num_threads, typename  # noqa: E402
@@ -116,7 +116,9 @@ from . import hub, testing  # noqa: E402  (torch.hub's checkpoint cache, torch.t
 from . import _dynamo, compiler  # noqa: E402  (torch.compiler, torch._dynamo's reset/explain/config)
 from .compiler import compile  # noqa: E402,A004  (torch.compile)
 from . import special  # noqa: E402  (torch.special)
+from . import func  # noqa: E402  (torch.func)
 from . import distributions  # noqa: E402  (torch.distributions)
+from .distributions._sampling import binomial, poisson, standard_gamma as _standard_gamma  # noqa: E402
 from .tensor.legacy_types import CPU_TYPES as _LEGACY_TYPES, set_default_tensor_type  # noqa: E402
 from ._determinism import are_deterministic_algorithms_enabled, get_deterministic_debug_mode, \
     is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode, \

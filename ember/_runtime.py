@@ -94,6 +94,55 @@ def configure() -> None:
 configure()
 
 
+class _CompileWatch:
+    """Numba's "numba:compile" events (fired only when a kernel is really compiled, not loaded from the disk
+    cache), passed on to the callbacks of ``watch_compiles`` as True at the first start and False at the end."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.callbacks: list = []
+        self.listening = False
+
+    def on_start(self, event: object) -> None:
+        self.depth += 1
+        if self.depth == 1:
+            for callback in list(self.callbacks):
+                callback(True)
+
+    def on_end(self, event: object) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            for callback in list(self.callbacks):
+                callback(False)
+
+
+_COMPILE_WATCH = _CompileWatch()
+
+
+def watch_compiles(callback) -> None:
+    """Call ``callback(True)`` when Numba starts compiling a kernel (nested compiles count once) and
+    ``callback(False)`` when it is done: a progress display says "compiling kernels" while a cold cache fills."""
+    if not _COMPILE_WATCH.listening:
+        from numba.core import event
+
+        class _Listener(event.Listener):
+            def on_start(self, ev: object) -> None:
+                _COMPILE_WATCH.on_start(ev)
+
+            def on_end(self, ev: object) -> None:
+                _COMPILE_WATCH.on_end(ev)
+
+        event.register("numba:compile", _Listener())
+        _COMPILE_WATCH.listening = True
+    _COMPILE_WATCH.callbacks.append(callback)
+
+
+def unwatch_compiles(callback) -> None:
+    """Stop calling ``callback`` (the Numba listener stays, idle)."""
+    if callback in _COMPILE_WATCH.callbacks:
+        _COMPILE_WATCH.callbacks.remove(callback)
+
+
 def freeze_imported_objects() -> None:
     """Move every object alive now (the imported modules: NumPy, Numba, SciPy, ember) out of the collector's reach.
 

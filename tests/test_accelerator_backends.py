@@ -131,8 +131,9 @@ def test_what_ember_lacks_is_reported_truthfully():
     except Exception:  # noqa: BLE001
         has_numba_cuda = False
     assert ember.backends.cuda.is_built() is has_numba_cuda
-    assert ember.distributed.is_available() is False
-    assert [name for name in vars(ember.distributed) if not name.startswith("_")] == ["annotations", "is_available"]
+    assert ember.distributed.is_available() is (importlib.util.find_spec("mpi4py") is not None)
+    assert set(ember.distributed.__all__) <= set(vars(ember.distributed))
+    assert {"init_process_group", "all_reduce", "ReduceOp", "new_group", "barrier"} <= set(ember.distributed.__all__)
 
 
 # -- backends: switches ---------------------------------------------------------------------------------------------

@@ -516,3 +516,29 @@ def test_the_binomial_and_poisson_samplers_match_their_pmfs():
         frequencies = np.bincount(draws, minlength=len(ks)) / N_SAMPLES
         probabilities = pmf(ks)
         assert np.all(np.abs(frequencies - probabilities) <= 5 * np.sqrt(probabilities / N_SAMPLES) + 2e-4)
+
+
+def test_the_samplers_are_torch_top_level_functions_with_a_generator():
+    # torch.poisson, torch.binomial and torch._standard_gamma: draws follow the generator given, not the default one
+    g = ember.Generator().manual_seed(5)
+    draws = [ember.poisson(ember.full((50,), 4.0), generator=g), ember.binomial(ember.full((50,), 9.0), ember.tensor(0.3),
+                                                                                  generator=g),
+             ember._standard_gamma(ember.full((50,), 2.0), generator=g)]
+    g.manual_seed(5)
+    ember.manual_seed(0)  # the default generator's state must not matter
+    again = [ember.poisson(ember.full((50,), 4.0), generator=g), ember.binomial(ember.full((50,), 9.0), ember.tensor(0.3),
+                                                                                  generator=g),
+             ember._standard_gamma(ember.full((50,), 2.0), generator=g)]
+    for first, second in zip(draws, again):
+        assert ember.equal(first, second)
+    assert draws[0].shape == (50,) and bool((draws[0] == draws[0].round()).all()) and bool((draws[1] <= 9).all())
+    assert 3.0 < draws[0].mean().item() < 5.0 and bool((draws[2] > 0).all())
+
+
+def test_the_top_level_samplers_refuse_what_torch_refuses():
+    with pytest.raises(RuntimeError, match="non-negative"):
+        ember.poisson(ember.tensor([-1.0]))
+    with pytest.raises(NotImplementedError, match="poisson_cpu.*Long"):
+        ember.poisson(ember.tensor([1]))
+    with pytest.raises(ValueError, match="floating-point dtypes for count, got: Long"):
+        ember.binomial(ember.tensor([3]), ember.tensor([0.5]))

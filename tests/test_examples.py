@@ -140,6 +140,35 @@ def test_progress_bar_renders_counts():
     assert quiet.getvalue() == "epoch 2 done\n"
 
 
+def test_progress_bar_says_when_kernels_compile():
+    import numba
+
+    fresh = numba.njit(lambda x: x * 3 + 1)  # not cached: calling it compiles
+    seen: list[str] = []
+
+    class Recording(io.StringIO):
+        def write(self, text: str) -> int:
+            seen.append(text)
+            return super().write(text)
+
+    stream = Recording()
+    bar = ProgressBar(2, prefix="epoch 1 ", stream=stream, live=True)
+    assert fresh(2) == 7
+    bar.update(note="loss 0.5")
+    assert any(ProgressBar.COMPILING in text for text in seen)  # drawn while compiling
+    assert ProgressBar.COMPILING not in bar.render() and "loss 0.5" in bar.render()  # gone when done
+    bar.close()
+    quiet = io.StringIO()  # not a terminal: one line saying so
+    bar = ProgressBar(2, prefix="epoch 2 ", stream=quiet)
+    assert numba.njit(lambda x: x - 5)(7) == 2
+    bar.close("done")
+    assert quiet.getvalue() == f"epoch 2 {ProgressBar.COMPILING}...\nepoch 2 done\n"
+    after = io.StringIO()  # a closed bar no longer listens
+    bar = ProgressBar(2, stream=after)
+    bar.close("done")
+    assert numba.njit(lambda x: x + 9)(1) == 10 and after.getvalue() == "done\n"
+
+
 def test_mlp_example_learns(tmp_path):
     script = Path(__file__).resolve().parents[1] / "examples" / "mlp.py"
     build_mlp = runpy.run_path(str(script))["build_mlp"]

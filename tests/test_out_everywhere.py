@@ -266,6 +266,15 @@ CASES = {
     "special.logsumexp": lambda T: ((T.x, 1), {}),
     "special.multigammaln": lambda T: ((T.x + 2, 2), {}),
     "special.polygamma": lambda T: ((1, T.x), {}),
+    **{"special." + name: _u(name) for name in (
+        "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "i0e", "i1", "i1e", "log_ndtr",
+        "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "ndtr", "ndtri",
+        "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0")},
+    "special.zeta": _b("zeta"),
+    **{f"special.{kind}_polynomial_{p}": (lambda T: ((T.x, 3), {})) for kind, p in (
+        ("chebyshev", "t"), ("chebyshev", "u"), ("chebyshev", "v"), ("chebyshev", "w"), ("shifted_chebyshev", "t"),
+        ("shifted_chebyshev", "u"), ("shifted_chebyshev", "v"), ("shifted_chebyshev", "w"), ("hermite", "h"),
+        ("hermite", "he"), ("laguerre", "l"), ("legendre", "p"))},
 }
 # results that are random (or uninitialised): compared by shape and dtype only
 RANDOM = {"empty", "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial"}
@@ -275,6 +284,7 @@ SIGN_FREE = {"qr", "svd", "linalg.qr", "linalg.svd", "linalg.eigh"}
 # -------------------------------------------------------------------------------------------- coverage guard
 # torch's Python functions that take no out= (their ATen schema has an out overload that torch does not expose)
 TORCH_HAS_NO_OUT = {
+    "poisson": lambda T: ((T.x.abs(),), {}), "binomial": lambda T: ((T.x.abs().round(), T.x.sigmoid()), {}),
     "bincount": lambda T: ((T.xi.flatten(),), {}), "block_diag": lambda T: ((T.m,), {}),
     "clone": lambda T: ((T.x,), {}), "count_nonzero": lambda T: ((T.x,), {}),
     "diag_embed": lambda T: ((T.v,), {}), "dist": lambda T: ((T.x, T.y), {}),

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import ember
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,3 +48,36 @@ def test_the_default_kernel_cache_is_named_by_the_shared_definitions(tmp_path, m
     assert folder.name == _runtime._shared_definitions_digest() and len(folder.name) == 16
     monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "mine"))
     assert _runtime.kernel_cache_dir() == str(tmp_path / "mine")
+
+
+_CACHE_PROBE = """
+import sys
+import ember
+from numba.core.registry import CPUDispatcher
+
+ember.arange(12.0).reshape(3, 4).sort(1)  # ember/kernels/cpu/sorting.py's row sort, called directly
+stats = [f.stats for name, module in list(sys.modules.items()) if name.startswith("ember.kernels")
+         for f in vars(module).values() if isinstance(f, CPUDispatcher) and f.signatures]
+print(sum(s.cache_hits.get(sig, 0) for s in stats for sig in s.cache_hits),
+      sum(s.cache_misses.get(sig, 0) for s in stats for sig in s.cache_misses))
+"""
+
+
+def test_the_kernel_cache_survives_installing_ember_elsewhere(tmp_path):
+    """The same sources installed in another folder load the kernels the first install compiled."""
+    env = {**os.environ, "EMBER_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("NUMBA_CACHE_DIR", None)
+    counts = []
+    for place in ("first", "second"):
+        shutil.copytree(Path(ember.__file__).parent, tmp_path / place / "ember",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        env["PYTHONPATH"] = str(tmp_path / place)
+        done = subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        counts.append(tuple(map(int, done.stdout.split())))
+    (first_hits, first_misses), (second_hits, second_misses) = counts
+    assert first_misses > 0 and first_hits == 0  # compiled by the first install
+    assert second_misses == 0 and second_hits == first_misses  # all loaded by the second
+    named = {p.name for p in (tmp_path / "cache").iterdir()}
+    assert "ember_kernels_cpu" in named and not any(name.startswith("cpu_") for name in named)  # not by location

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..tensor.tensor import Tensor
+from ..tensor.conversion import in_leaf_layout
 from ..tensor.creation import zeros
 from ..tensor.elementwise import add_into
 from . import function as _function
@@ -310,4 +311,4 @@ def _call_node(node: FunctionCtx, buf: list) -> tuple:
 def _accumulate_leaf(leaf: Any, grad: Any, create_graph: bool) -> None:
     if not create_graph:
         grad = grad.detach()
-    leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+    leaf.grad = in_leaf_layout(grad, leaf) if leaf.grad is None else leaf.grad + grad  # torch's layout contract

@@ -7,6 +7,7 @@ from typing import Any, Callable
 import numpy as np
 from ..tensor.tensor import Tensor
 from ..tensor.creation import tensor, zeros_like
+from ..tensor.memory_format import contiguous_format
 from ..tensor.device import CPU, place
 from .grad_mode import enable_grad, no_grad
 from .gradients import grad
@@ -62,7 +63,7 @@ def _analytical(fn: Callable, inputs: tuple, wrt: list[int]) -> list[list[np.nda
         if not out.requires_grad:
             continue
         for j in range(out.numel()):
-            seed = zeros_like(out)
+            seed = zeros_like(out, memory_format=contiguous_format)  # so the flat view below is a view
             seed._array.reshape(-1)[j] = 1
             grads = grad(out, [inputs[i] for i in wrt], seed, retain_graph=True, allow_unused=True)
             for k, g in enumerate(grads):

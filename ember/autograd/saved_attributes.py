@@ -150,6 +150,7 @@ _LAYOUTS: dict[Any, dict] = {
     ("Prod", "ProdBackward1"): {"self": 0, "result": 1, **_DIM_KEEPDIM},
     "Clamp": {"self": 0, "min": lambda node: node.bounds[0], "max": lambda node: node.bounds[1]},
     "Cat": {"dim": "dim"},
+    "_StackCat": {"dim": "dim"},  # stack: the cat of the unsqueezed tensors (tensor/joins.py)
     ("View", "ViewBackward0"): _SIZES, ("View", "ExpandBackward0"): _SIZES,
     ("View", "SqueezeBackward0"): _SIZES, ("View", "SqueezeBackward1"): _SIZES,
     ("View", "SelectBackward0"): _SIZES, ("View", "SliceBackward0"): _SIZES,

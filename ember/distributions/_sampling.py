@@ -14,11 +14,14 @@ worst 0.1% of draws, where torch's approximations give about 2e-6 and 4e-4.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..autograd.function import Function
 from ..tensor.creation import zeros_like
 from ..tensor.elementwise import where
 from ..tensor.random_ops import rand_like, randn_like
 from ..tensor.special_math import igamma, igammac
+from ..tensor.arguments import tensor_args
 from ..tensor.tensor import Tensor
 from ..tensor.type_info import finfo
 
@@ -27,7 +30,7 @@ _BINOMIAL_INVERSION_BELOW = 10.0  # the same threshold for n * min(p, 1 - p)
 _INVERSION_CAP = 110  # no inversion search goes further: beyond it, tail mass is below 1e-60 for these means
 
 
-def _marsaglia_tsang(alpha: Tensor) -> Tensor:
+def _marsaglia_tsang(alpha: Tensor, generator: Any) -> Tensor:
     """Gamma(alpha, 1) draws, alpha of a floating dtype (no graph)."""
     boost = alpha < 1
     shape = where(boost, alpha + 1, alpha)
@@ -37,14 +40,14 @@ def _marsaglia_tsang(alpha: Tensor) -> Tensor:
     pending = alpha == alpha  # every element (NaN concentrations stay NaN)
     tiny = finfo(alpha.dtype).tiny
     while pending.any():
-        z = randn_like(shape)
-        log_u = rand_like(shape).clamp(min=tiny).log()
+        z = randn_like(shape, generator=generator)
+        log_u = rand_like(shape, generator=generator).clamp(min=tiny).log()
         v = (1 + c * z) ** 3
         accept = (v > 0) & (log_u < 0.5 * z * z + d - d * v + d * v.clamp(min=tiny).log())
         take = pending & accept
         out = where(take, d * v, out)
         pending = pending & ~accept
-    boosted = out * (rand_like(shape).clamp(min=tiny).log() / alpha).exp()
+    boosted = out * (rand_like(shape, generator=generator).clamp(min=tiny).log() / alpha).exp()
     return where(boost, boosted, out).clamp(min=tiny)
 
 
@@ -61,29 +64,31 @@ class _StandardGamma(Function):
     """Gamma(concentration, 1) draws with implicit reparameterisation gradients."""
 
     @staticmethod
-    def forward(ctx, concentration: Tensor) -> Tensor:
-        x = _marsaglia_tsang(concentration)
+    def forward(ctx, concentration: Tensor, generator: Any) -> Tensor:
+        x = _marsaglia_tsang(concentration, generator)
         if ctx.needs_input_grad:
             ctx.save_for_backward(concentration, x)
         return x
 
     @staticmethod
-    def backward(ctx, g: Tensor) -> Tensor:
+    def backward(ctx, g: Tensor) -> tuple[Tensor, None]:
         alpha, x = ctx.saved_tensors
         a, v = alpha.double(), x.double()
         log_density = (a - 1) * v.log() - v - a.lgamma()
         dx_dalpha = -_gamma_cdf_alpha_derivative(a, v) * (-log_density).exp()
-        return g * dx_dalpha.to(g.dtype)
+        return g * dx_dalpha.to(g.dtype), None
 
 
-def standard_gamma(concentration: Tensor) -> Tensor:
-    """Gamma(concentration, 1) draws of the concentration's shape; differentiable in the concentration."""
-    return _StandardGamma.apply(concentration)
+@tensor_args
+def standard_gamma(concentration: Tensor, generator: Any = None) -> Tensor:
+    """Gamma(concentration, 1) draws of the concentration's shape; differentiable in the concentration
+    (``torch._standard_gamma``)."""
+    return _StandardGamma.apply(concentration, generator)
 
 
-def _poisson_inversion(rate: Tensor) -> Tensor:
+def _poisson_inversion(rate: Tensor, generator: Any) -> Tensor:
     """Poisson draws by sequential search of the CDF (rates below ~10; float64)."""
-    u = rand_like(rate)
+    u = rand_like(rate, generator=generator)
     term = (-rate).exp()
     cdf = term
     k = zeros_like(rate)
@@ -96,7 +101,7 @@ def _poisson_inversion(rate: Tensor) -> Tensor:
     return k
 
 
-def _poisson_ptrs(rate: Tensor) -> Tensor:
+def _poisson_ptrs(rate: Tensor, generator: Any) -> Tensor:
     """Poisson draws by Hormann's transformed rejection with squeeze (PTRS, 1993), for rates of ~10 and more."""
     sqrt_rate, log_rate = rate.sqrt(), rate.log()
     b = 0.931 + 2.53 * sqrt_rate
@@ -106,8 +111,8 @@ def _poisson_ptrs(rate: Tensor) -> Tensor:
     out = zeros_like(rate)
     pending = rate == rate
     while pending.any():
-        u = rand_like(rate) - 0.5
-        v = rand_like(rate)
+        u = rand_like(rate, generator=generator) - 0.5
+        v = rand_like(rate, generator=generator)
         us = 0.5 - u.abs()
         k = ((2 * a / us + b) * u + rate + 0.43).floor()
         quick = (us >= 0.07) & (v <= v_r)
@@ -119,21 +124,26 @@ def _poisson_ptrs(rate: Tensor) -> Tensor:
     return out
 
 
-def poisson(rate: Tensor) -> Tensor:
+@tensor_args
+def poisson(rate: Tensor, generator: Any = None) -> Tensor:
     """Poisson(rate) draws of the rate's shape and dtype (no gradient, as torch.poisson)."""
+    if not rate.dtype.is_floating_point:
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{rate.dtype.scalar_type_name}'")
+    if not bool((rate >= 0).all()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     r = rate.detach().double()
     small = r < _POISSON_INVERSION_BELOW
     # each method sees harmless parameters where the other one's draws are kept
-    draws = where(small, _poisson_inversion(where(small, r, 0.0)),
-                  _poisson_ptrs(r.clamp(min=_POISSON_INVERSION_BELOW)))
+    draws = where(small, _poisson_inversion(where(small, r, 0.0), generator),
+                  _poisson_ptrs(r.clamp(min=_POISSON_INVERSION_BELOW), generator))
     return draws.to(rate.dtype)
 
 
-def _binomial_inversion(n: Tensor, p: Tensor) -> Tensor:
+def _binomial_inversion(n: Tensor, p: Tensor, generator: Any) -> Tensor:
     """Binomial draws by sequential search of the CDF, p <= 1/2 and n p below ~10 (float64)."""
     q = 1 - p
     odds = p / q
-    u = rand_like(p)
+    u = rand_like(p, generator=generator)
     term = (n * (-p).log1p()).exp()
     cdf = term
     k = zeros_like(p)
@@ -146,7 +156,7 @@ def _binomial_inversion(n: Tensor, p: Tensor) -> Tensor:
     return k
 
 
-def _binomial_btrs(n: Tensor, p: Tensor) -> Tensor:
+def _binomial_btrs(n: Tensor, p: Tensor, generator: Any) -> Tensor:
     """Binomial draws by Hormann's transformed rejection (BTRS, 1993), p <= 1/2 and n p of ~10 and more."""
     q = 1 - p
     spq = (n * p * q).sqrt()
@@ -161,8 +171,8 @@ def _binomial_btrs(n: Tensor, p: Tensor) -> Tensor:
     out = zeros_like(p)
     pending = p == p
     while pending.any():
-        u = rand_like(p) - 0.5
-        v = rand_like(p)
+        u = rand_like(p, generator=generator) - 0.5
+        v = rand_like(p, generator=generator)
         us = 0.5 - u.abs()
         k = ((2 * a / us + b) * u + c).floor()
         inside = (k >= 0) & (k <= n)
@@ -176,8 +186,11 @@ def _binomial_btrs(n: Tensor, p: Tensor) -> Tensor:
     return out
 
 
-def binomial(count: Tensor, prob: Tensor) -> Tensor:
+@tensor_args
+def binomial(count: Tensor, prob: Tensor, generator: Any = None) -> Tensor:
     """Binomial(count, prob) draws of the broadcast shape, in prob's dtype (no gradient, as torch.binomial)."""
+    if not count.dtype.is_floating_point:
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: {count.dtype.scalar_type_name}")
     n, p = count.detach().double(), prob.detach().double()
     flip = p > 0.5
     p = where(flip, 1 - p, p)
@@ -185,5 +198,6 @@ def binomial(count: Tensor, prob: Tensor) -> Tensor:
     # each method sees harmless parameters where the other one's draws are kept (BTRS needs n p >= 10)
     btrs_n = where(small, n.clamp(min=2 * _BINOMIAL_INVERSION_BELOW), n)
     btrs_p = where(small, p.clamp(min=0.5), p)
-    draws = where(small, _binomial_inversion(where(small, n, 0.0), p), _binomial_btrs(btrs_n, btrs_p))
+    draws = where(small, _binomial_inversion(where(small, n, 0.0), p, generator),
+                  _binomial_btrs(btrs_n, btrs_p, generator))
     return where(flip, n - draws, draws).to(prob.dtype)

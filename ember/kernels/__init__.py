@@ -5,3 +5,8 @@
 allocator raises and prints, importable without numba-cuda. Kernel code imports only kernel code and ember's
 leaf modules (``opcodes``, ``_determinism``, ``_cuda_context``, ``_matmul_precision``, ``_runtime``).
 """
+from numba.core.caching import CacheImpl as _CacheImpl, UserProvidedCacheLocator as _UserProvidedCacheLocator
+
+from .cache_locator import register as _register_cache_locator
+
+_register_cache_locator(_CacheImpl, _UserProvidedCacheLocator)  # before any kernel is defined

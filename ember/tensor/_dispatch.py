@@ -8,7 +8,7 @@ whose code differs by device (``on_device`` and the helpers that use it).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ..kernels.cpu import host_cache
 from .._cuda_context import active, activate
 from . import dtypes
 from .device import cuda_device
+from .memory_format import empty_for_operands
 from .tensor import Tensor
 
 _cuda_kernels: Any = None  # ember.kernels.cuda, imported with the first device array (import ember needs no numba-cuda)
@@ -85,13 +86,23 @@ def flat_views(arrays: list[Any], dtype: np.dtype) -> tuple[list[Any], Any, Any]
     and its flat view, for kernels that run over elements in any order.
 
     Dense host arrays of one layout (contiguous, channels_last, any permutation) keep their order, so the result
-    has the input's memory format; anything else (device storage too) is copied to C order.
+    has the input's memory format; other host arrays are copied into the order torch's TensorIterator would give
+    the result (``iterator_order``: a sliced channels_last input stays channels_last); device storage is copied
+    to C order.
     """
     first = arrays[0]
     if type(first) is np.ndarray and is_dense(first) and all(a.strides == first.strides and a.dtype == dtype
                                                              for a in arrays):
         out = np.empty_like(first, dtype=dtype, order="K")
         return [dense_flat(a) for a in arrays], out, dense_flat(out)
+    if type(first) is np.ndarray and first.ndim > 1:
+        out = empty_for_operands(arrays, first.shape, dtype)
+        copies = []
+        for a in arrays:
+            buf = np.empty_like(out, dtype=dtype, order="K")
+            np.copyto(buf, a, casting="unsafe")
+            copies.append(dense_flat(buf))
+        return copies, out, dense_flat(out)
     arrays = [ascontiguous(a, dtype=dtype) for a in arrays]
     out = np.empty(first.shape, dtype=dtype, like=first)
     return [a.reshape(-1) for a in arrays], out, out.reshape(-1)
@@ -148,10 +159,17 @@ def sum_to_shape(grad: Tensor, shape: tuple[int, ...] | None) -> Tensor | None:
 
 
 def empty_like_layout(template: np.ndarray | None, shape: tuple[int, ...], dt: dtypes.dtype,
-                      like: Any = None) -> np.ndarray:
-    """A new array of ``shape`` on ``like``'s device (the CPU when None); keeps ``template``'s memory order
-    (e.g. channels_last) when shapes agree."""
-    if template is not None and template.shape == shape and template.ndim > 1 and not template.flags.c_contiguous:
+                      like: Any = None, operands: Sequence[Any] = ()) -> np.ndarray:
+    """A new array of ``shape`` on ``like``'s device (the CPU when None). Given the op's ``operands``, it is laid
+    out as torch's TensorIterator lays out a result (``memory_format.empty_for_operands``: mixed formats resolve
+    by the operands' strides, the first deciding ties); else it keeps ``template``'s memory order (e.g.
+    channels_last) when shapes agree."""
+    if operands and len(shape) > 1:
+        tensors = [a for a in operands if a.ndim]
+        if not all(a.shape == shape and is_c_contiguous(a) for a in tensors):
+            return empty_for_operands(tensors, shape, dt.np, like=like)
+    elif template is not None and template.shape == shape and template.ndim > 1 and \
+            not template.flags.c_contiguous:
         return np.empty_like(template, dtype=dt.np, order="K")
     if on_device(like):
         return np.empty(shape, dtype=dt.np, like=like)

@@ -8,11 +8,13 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.tangents import linear_jvp
 from . import creation, dtypes
-from ._dispatch import broadcast_shapes, copy_array, sum_to_shape
+from ._dispatch import broadcast_shapes, copy_array, is_c_contiguous, on_device, sum_to_shape
 from .device import as_device, device as device_type, place
 from .tensor import Tensor
 from .arguments import tensor_args
-from .views import as_strided, Copy
+from .memory_format import check_format, contiguous_format, empty_like_format, is_non_overlapping_and_dense, \
+    obeys_layout_contract, preserve_format, suggest_memory_format
+from .views import as_strided
 from .elementwise import inplace
 from .creation import full, tensor
 
@@ -26,13 +28,42 @@ class Cast(Function):
     def forward(ctx, x, dt):
         ctx.dtype = x.dtype
         arr = x._array
-        if arr.dtype == dtypes.bfloat16.np and not dt.is_floating_point and dt is not dtypes.bool:
-            arr = arr.astype(np.float32)  # through float32 (exact), so out-of-range values wrap as float32's do
-        return arr.astype(dt.np)
+        return _copy_as(x._array, dt, preserve_format)
 
     @staticmethod
     def backward(ctx, g):
         return g.to(ctx.dtype), None
+
+
+def _copy_as(arr: Any, dt: dtypes.dtype, fmt: Any) -> Any:
+    """A copy of ``arr`` in dtype ``dt`` laid out by torch's ``empty_like`` rule for ``fmt``."""
+    if arr.dtype == dtypes.bfloat16.np and not dt.is_floating_point and dt is not dtypes.bool:
+        arr = arr.astype(np.float32)  # through float32 (exact), so out-of-range values wrap as float32's do
+    if fmt is preserve_format and is_c_contiguous(arr):  # NumPy's and device storage's own copies keep C order
+        return copy_array(arr) if arr.dtype == dt.np else arr.astype(dt.np)
+    if on_device(arr):  # device storage copies within one dtype: lay out first, then convert
+        out = empty_like_format(arr, arr.dtype, fmt)
+        np.copyto(out, arr)
+        return out if out.dtype == dt.np else out.astype(dt.np)
+    out = empty_like_format(arr, dt.np, fmt)
+    np.copyto(out, arr, casting="unsafe")
+    return out
+
+
+class Relayout(Function):
+    """``to(dtype, memory_format=...)``: one copy into the dtype and format asked for; the gradient is cast
+    back and keeps its own layout (as torch's ``_to_copy`` backward)."""
+
+    jvp_rule = linear_jvp  # forward mode: the op applied to the tangents (it is linear in its tensors)
+
+    @staticmethod
+    def forward(ctx, x, dt, fmt):
+        ctx.dtype = x.dtype
+        return _copy_as(x._array, dt, fmt)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(ctx.dtype), None, None
 
 
 class Clone(Function):
@@ -42,7 +73,7 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return copy_array(x._array, order="K")
+        return _copy_as(x._array, x.dtype, preserve_format)
 
     @staticmethod
     def backward(ctx, g):
@@ -50,11 +81,13 @@ class Clone(Function):
 
 
 @tensor_args
-def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
-    """A copy that shares nothing with ``input`` but its graph."""
-    if memory_format is not None and memory_format.name not in ("preserve_format",):
-        return Copy.apply(input, memory_format)
-    return Clone.apply(input)
+def clone(input: Tensor, *, memory_format: Any = preserve_format) -> Tensor:
+    """A copy that shares nothing with ``input`` but its graph, laid out in ``memory_format`` (by default
+    ``input``'s strides when dense, else its suggested format, as torch)."""
+    if memory_format is None or memory_format is preserve_format:
+        return Clone.apply(input)
+    check_format(memory_format, input.ndim)
+    return Relayout.apply(input, input.dtype, memory_format)
 
 
 def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any]:
@@ -87,35 +120,45 @@ class ToDevice(Function):
 
 
 def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """Convert dtype and/or device; returns ``input`` itself when nothing changes (unless copy=True).
+    """Convert dtype, device and/or memory format; returns ``input`` itself when nothing changes (unless
+    copy=True). A format already suggested by ``input``'s strides counts as no change, as in torch.
 
     ``non_blocking=True`` queues a copy from pinned host memory to the GPU on the current stream and returns at
     once (see ``pin_memory``); other copies are synchronous."""
     dev, dt = _parse_to(args, kwargs)
+    fmt = kwargs.get("memory_format", preserve_format)
+    fmt = preserve_format if fmt is None else fmt
+    if fmt is not preserve_format:
+        check_format(fmt, input.ndim)
+        if suggest_memory_format(input._array) is fmt:
+            fmt = preserve_format
     target_device = input.device if dev is None else as_device(dev)
     target = dtypes.to_dtype(dt) if dt is not None else input.dtype
-    if target is input.dtype and target_device == input.device:
+    if target is input.dtype and target_device == input.device and fmt is preserve_format:
         return clone(input) if kwargs.get("copy") else input
     result = input
     if target_device != input.device:
         result = ToDevice.apply(result, target_device, bool(kwargs.get("non_blocking", False)))
+    if fmt is not preserve_format:
+        return Relayout.apply(result, target, fmt)
     return result if target is result.dtype else Cast.apply(result, target)
 
 
-def cpu(input: Tensor, memory_format: Any = None) -> Tensor:
-    """This tensor on the CPU (itself when already there)."""
-    return to(input, "cpu")
+def cpu(input: Tensor, memory_format: Any = preserve_format) -> Tensor:
+    """This tensor on the CPU (itself when already there and in ``memory_format``)."""
+    return to(input, "cpu", memory_format=memory_format)
 
 
-def cuda(input: Tensor, device: Any = None, non_blocking: bool = False, memory_format: Any = None) -> Tensor:
+def cuda(input: Tensor, device: Any = None, non_blocking: bool = False,
+         memory_format: Any = preserve_format) -> Tensor:
     """This tensor on a CUDA device (the current one by default; an int is a device index)."""
     return to(input, "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device),
-              non_blocking=non_blocking)
+              non_blocking=non_blocking, memory_format=memory_format)
 
 
 def _caster(dt: dtypes.dtype):
-    def cast(self: Tensor, memory_format: Any = None) -> Tensor:
-        return to(self, dt)
+    def cast(self: Tensor, memory_format: Any = preserve_format) -> Tensor:
+        return to(self, dt, memory_format=memory_format)
 
     cast.__doc__ = f"``self.to({dt})``."
     return cast
@@ -158,6 +201,20 @@ class CopyInto(Function):
     @staticmethod
     def backward(ctx, g):
         return None, sum_to_shape(g, ctx.src_shape).to(ctx.src_device, ctx.src_dtype)
+
+
+def in_leaf_layout(grad: Tensor, leaf: Tensor) -> Tensor:
+    """``grad`` as a leaf's first ``.grad``: itself when its strides obey torch's layout contract (the leaf's
+    strides when the leaf is dense, else contiguous), else a copy that does (differentiable, for create_graph)."""
+    if obeys_layout_contract(grad._array, leaf._array):
+        return grad
+    if not is_non_overlapping_and_dense(leaf._array):
+        return clone(grad, memory_format=contiguous_format)
+    if not grad.requires_grad:
+        out = empty_like_format(leaf._array, grad.dtype.np, preserve_format, like=grad._array)
+        np.copyto(out, grad._array)
+        return Tensor._make(out)
+    return copy_(creation.empty_like(leaf, dtype=grad.dtype, device=grad.device), grad)
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:

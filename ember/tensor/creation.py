@@ -15,6 +15,7 @@ from .interop import from_cuda_array_interface
 from .out_arg import with_out
 from .pinned import pinned_copy
 from .arguments import tensor_args
+from .memory_format import check_format, contiguous_format, empty_in_format, empty_like_format, preserve_format
 from .views import storage_view
 
 
@@ -139,8 +140,35 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
 @with_out(dtype_from_out=True)
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           memory_format: Any = None, pin_memory: bool = False, layout: Any = None) -> Tensor:
-    """An uninitialised tensor."""
-    return _filled(size, "empty", None, dtype, device, requires_grad, pin_memory)
+    """An uninitialised tensor, laid out in ``memory_format`` (contiguous by default)."""
+    if memory_format is None or memory_format is contiguous_format:
+        return _filled(size, "empty", None, dtype, device, requires_grad, pin_memory)
+    if memory_format is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    shape = _size_arg(size, "empty")
+    check_format(memory_format, len(shape))
+    dev, dt = factory_device(device), _dtype_or_default(dtype)
+    array = empty_in_format(shape, dt.np, memory_format, like=_device_anchor(dt, dev))
+    return _finish_uninitialized(array, dt, requires_grad, dev, pin_memory)
+
+
+def _device_anchor(dt: dtypes.dtype, dev: Any) -> Any:
+    """An empty array on ``dev``: what NumPy's ``like=`` needs to allocate there."""
+    return allocate((0,), dt.np, dev)
+
+
+def _finish_uninitialized(array: Any, dt: dtypes.dtype, requires_grad: bool, dev: Any,
+                          pin_memory: bool = False) -> Tensor:
+    """Wrap a fresh array that ``empty`` gave out (filled under torch's deterministic mode)."""
+    fill = uninitialized_fill(dt.np)
+    if fill is not None:
+        array.fill(fill)
+    if pin_memory:
+        if dev.type != "cpu":
+            raise RuntimeError("Only dense CPU tensors can be pinned")
+        array = pinned_copy(array)  # (a copy keeps the stride order: NumPy's order="K")
+    t = Tensor._make(array)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 @tensor_args
@@ -156,42 +184,54 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     return _filled((tuple(size),), "full", fill_value, dt, device, requires_grad)
 
 
-def _like(input: Tensor, dtype: Any) -> dtypes.dtype:
+def _like(op: str, input: Tensor, dtype: Any, device: Any, requires_grad: bool, memory_format: Any,
+          fill: Any) -> Tensor:
+    """``input``-shaped tensor by torch's ``empty_like`` layout rule (see ``empty_like_format``), holding
+    ``fill`` (None: uninitialised)."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"expected a Tensor as input, got {type(input).__name__}")
-    return input.dtype if dtype is None else dtypes.to_dtype(dtype)
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    dt = input.dtype if dtype is None else dtypes.to_dtype(dtype)
+    dev = input.device if device is None else as_device(device)
+    fmt = preserve_format if memory_format is None else memory_format
+    if fmt is not preserve_format:
+        check_format(fmt, input.ndim)
+    like = input._array if dev == input.device else _device_anchor(dt, dev)
+    array = empty_like_format(input._array, dt.np, fmt, like=like)
+    if fill is None:
+        return _finish_uninitialized(array, dt, requires_grad, dev)
+    if not dt.is_floating_point and not isinstance(fill, Tensor):
+        dtypes.check_number_fits(fill, dt)
+    array.fill(fill.item() if isinstance(fill, Tensor) else fill)
+    t = Tensor._make(array)
+    return t.requires_grad_(True) if requires_grad else t
 
 
 @tensor_args
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               memory_format: Any = None) -> Tensor:
-    """Zeros of ``input``'s shape and dtype."""
-    return zeros(input.shape, dtype=_like(input, dtype), device=device or input.device,
-                 requires_grad=requires_grad)
+               memory_format: Any = preserve_format, layout: Any = None) -> Tensor:
+    """Zeros of ``input``'s shape and dtype, in ``input``'s layout by default."""
+    return _like("zeros_like", input, dtype, device, requires_grad, memory_format, 0)
 
 
 @tensor_args
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-              memory_format: Any = None) -> Tensor:
-    """Ones of ``input``'s shape and dtype."""
-    return ones(input.shape, dtype=_like(input, dtype), device=device or input.device,
-                 requires_grad=requires_grad)
+              memory_format: Any = preserve_format, layout: Any = None) -> Tensor:
+    """Ones of ``input``'s shape and dtype, in ``input``'s layout by default."""
+    return _like("ones_like", input, dtype, device, requires_grad, memory_format, 1)
 
 
 @tensor_args
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               memory_format: Any = None) -> Tensor:
-    """Uninitialised, of ``input``'s shape and dtype."""
-    return empty(input.shape, dtype=_like(input, dtype), device=device or input.device,
-                 requires_grad=requires_grad)
+               memory_format: Any = preserve_format, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """Uninitialised, of ``input``'s shape and dtype, in ``input``'s layout by default."""
+    return _like("empty_like", input, dtype, device, requires_grad, memory_format, None)
 
 
 @tensor_args
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
-    """``fill_value`` in ``input``'s shape and dtype."""
-    return full(input.shape, fill_value, dtype=_like(input, dtype), device=device or input.device,
-                requires_grad=requires_grad)
+              requires_grad: bool = False, memory_format: Any = preserve_format, layout: Any = None) -> Tensor:
+    """``fill_value`` in ``input``'s shape and dtype, in ``input``'s layout by default."""
+    return _like("full_like", input, dtype, device, requires_grad, memory_format, fill_value)
 
 
 def _number(x: Any) -> Any:

@@ -65,7 +65,8 @@ def _run(kernel: Callable, code: int, arrays: list[np.ndarray], shape: tuple[int
     """Run ``kernel(code, *arrays, out)`` into a fresh array, converting from the compute dtype if needed."""
     template = next((a for a in arrays if a.shape == shape), None)
     store_dt = dtypes.bool if rdt is dtypes.bool else cdt
-    result = empty_like_layout(template, shape, store_dt, like=next((a for a in arrays if on_device(a)), None))
+    result = empty_like_layout(template, shape, store_dt, like=next((a for a in arrays if on_device(a)), None),
+                               operands=arrays)
     kernel(code, *arrays, result)
     # narrowing to float16 may overflow: inf is the result (as in torch), not a NumPy warning
     return result if store_dt is rdt else quietly(result.astype, rdt.np)

@@ -16,7 +16,8 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.tangents import linear_jvp
 from . import autocast_policy, dtypes
-from ._dispatch import broadcast_shapes
+from ._dispatch import broadcast_shapes, on_device
+from .memory_format import contiguous_format, empty_in_format, suggest_memory_format
 from .conversion import clone
 from .device import CPU, factory_device, place
 from .elementwise import binary, inplace
@@ -78,9 +79,9 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx, dim: int, dt: dtypes.dtype, *tensors: Tensor):
-        kept = [t._array.astype(dt.np, copy=False) for t in tensors if not _skipped(t)]
+        kept = [t._array for t in tensors if not _skipped(t)]
         ctx.dim, ctx.metas = dim, [(t.shape[dim] if not _skipped(t) else None, t.dtype) for t in tensors]
-        return np.concatenate(kept, axis=dim) if kept else np.empty((0,), dt.np)
+        return _concatenate(kept, dim, dt) if kept else np.empty((0,), dt.np)
 
     @staticmethod
     def backward(ctx, g: Tensor):
@@ -94,7 +95,38 @@ class Cat(Function):
         return (None, None, *grads)
 
 
-_STACK = Cat.named("StackBackward0")  # stack is a cat of unsqueezed tensors
+def _concatenate(arrays: list[Any], dim: int, dt: dtypes.dtype, seen: list[Any] | None = None) -> Any:
+    """The arrays joined along ``dim`` in dtype ``dt``; on the host laid out as torch's cat: in the inputs'
+    suggested memory format (read from ``seen``'s strides when given) when they all suggest one, else
+    contiguous."""
+    if any(on_device(a) for a in arrays):
+        return np.concatenate([a.astype(dt.np, copy=False) for a in arrays], axis=dim)
+    formats = {suggest_memory_format(a) for a in (arrays if seen is None else seen)}
+    fmt = formats.pop() if len(formats) == 1 else contiguous_format
+    shape = list(arrays[0].shape)
+    shape[dim] = sum(a.shape[dim] for a in arrays)
+    out = empty_in_format(tuple(shape), dt.np, fmt)
+    return np.concatenate(arrays, axis=dim, out=out, casting="unsafe")
+
+
+class _StackCat(Cat):
+    """stack: a cat of unsqueezed tensors for the graph; its result laid out as torch's, a cat of the tensors
+    along ``dim`` viewed with the new dim split off (after the last dim: the cat of the unsqueezed ones)."""
+
+    @staticmethod
+    def forward(ctx, dim: int, dt: dtypes.dtype, *tensors: Tensor):
+        ctx.dim, ctx.metas = dim, [(1, t.dtype) for t in tensors]
+        arrays = [t._array for t in tensors]
+        if dim == arrays[0].ndim - 1:  # torch's unsqueeze gives a new last dim stride 1
+            seen = [np.lib.stride_tricks.as_strided(a, a.shape, a.strides[:-1] + (a.itemsize,)) for a in arrays
+                    if not on_device(a)]
+            return _concatenate(arrays, dim, dt, seen)
+        index = (slice(None),) * dim + (0,)
+        joined = _concatenate([a[index] for a in arrays], dim, dt)
+        return joined.reshape(arrays[0].shape[:dim] + (len(arrays),) + arrays[0].shape[dim + 1:])
+
+
+_STACK = _StackCat.named("StackBackward0")
 
 
 @tensor_args

@@ -37,7 +37,7 @@ from . import dtypes
 from . import random as _random
 from ._dispatch import broadcast_shapes
 from .device import CPU, allocate, as_device, factory_device, place
-from .memory_format import empty_in_format, preserve_format
+from .memory_format import check_format, empty_like_format, preserve_format
 from .tensor import Tensor, _check_inplace, _check_no_internal_overlap
 from .out_arg import with_out
 from .arguments import tensor_args
@@ -136,16 +136,16 @@ def _finish(array: np.ndarray, requires_grad: bool) -> Tensor:
 
 
 def _empty_like(op: str, input: Any, dtype: Any, device: Any, memory_format: Any) -> tuple[Any, Any]:
-    """(an uninitialised array shaped like ``input`` on the target device, that device), keeping ``input``'s
-    stride order under preserve_format on the CPU."""
+    """(an uninitialised array shaped like ``input`` on the target device, that device), laid out by torch's
+    ``empty_like`` rule for ``memory_format``."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     dev = input.device if device is None else as_device(device)
     np_dtype = _resolve_dtype(dtype, input.dtype).np
-    if dev.type == "cpu" and memory_format is preserve_format and type(input._array) is np.ndarray:
-        return np.empty_like(input._array, dtype=np_dtype, order="K"), dev
-    like = None if dev.type == "cpu" else allocate((0,), np_dtype, dev)  # selects the device for NumPy's like=
-    return empty_in_format(input._array.shape, np_dtype, memory_format, like=like), dev
+    like = input._array if dev == input.device else allocate((0,), np_dtype, dev)  # the device for NumPy's like=
+    if memory_format is not preserve_format:
+        check_format(memory_format, input.ndim)
+    return empty_like_format(input._array, np_dtype, memory_format, like=like), dev
 
 
 def _fmt(x: float) -> str:

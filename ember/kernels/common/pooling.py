@@ -18,8 +18,10 @@ __all__ = ["window_max"]
 # Flat arrays are indexed with unsigned offsets: signed indices make Numba test every access for
 # wrap-around, which stops vectorisation.
 @numba.njit(inline="always")
-def window_max(src, base, starts, counts, steps, z, y, w, height, width):
+def window_max(src, base, starts, counts, steps, z, y, w, height, width, lanes):
     """Maximum of output (z, y, w)'s window over the plane at ``base`` of flat ``src`` and its flat in-plane position.
+
+    The plane's elements lie ``lanes`` apart (1 for planes of their own, C for a channels-last image).
 
     NaN wins and propagates, as in torch; an empty window (all padding) gives -inf and the window's first position,
     as torch reports it.
@@ -33,7 +35,7 @@ def window_max(src, base, starts, counts, steps, z, y, w, height, width):
             row = (zi * height + starts[1, y] + b * sy) * width + starts[2, w]
             for e in range(counts[2, w]):
                 at = row + e * sx
-                v = src[np.uint64(base + at)]
+                v = src[np.uint64(base + at * lanes)]
                 if v > best or math.isnan(v):
                     best = v
                     where = at

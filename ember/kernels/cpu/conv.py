@@ -7,7 +7,8 @@ image and gives the input gradient and the transposed convolution. 1-d and
 both directions share one walk over the taps, so there is one kernel (per
 dtype: float32, float64).
 
-The image is a C-contiguous (N, C, D, H, W) array. The columns live in a flat
+The image is a C-contiguous (N, C, D, H, W) array (the ``*_channels_last`` pair
+below takes (N, D, H, W, C) and its own column layout). The columns live in a flat
 buffer: the value of tap ``k`` of channel ``c`` at output position ``l`` of
 sample ``n`` sits at ``(c * taps + k) * row_stride + n * batch_stride + l``, so
 the same kernels fill F.unfold's (N, C*taps, L) layout and the (C*taps, N*L)
@@ -25,7 +26,7 @@ from numba import prange
 from .parallelism import parallel_pays
 from .jit import serial_and_parallel
 
-__all__ = ["im2col", "col2im"]
+__all__ = ["im2col", "col2im", "im2col_channels_last", "col2im_channels_last"]
 
 
 @numba.njit(inline="always")
@@ -140,3 +141,65 @@ def col2im(col: np.ndarray, image: np.ndarray, geom: np.ndarray, batch_stride: i
         image[...] = 0
         return
     _run(image, col, geom, batch_stride, row_stride, False)
+
+
+# ------------------------------------------------------------------------------------------- channels last
+def _transfer_channels_last(image, col, geom, to_col):
+    """im2col (``to_col``) or col2im over an (N, D, H, W, C) image and (N * positions, taps * C) columns.
+
+    Channels are innermost on both sides, so every tap of every output position moves one contiguous run of
+    C values. col2im adds overlapping windows into one sample, so samples are the parallel jobs.
+    """
+    batch, depth, height, width, channels = image.shape
+    flat = image.reshape(-1)
+    kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw, od, oh, ow = _unpack(geom)
+    taps = kd * kh * kw
+    for n in prange(batch):
+        if not to_col:
+            _zero_row(flat, n * depth * height * width * channels, depth * height * width * channels)
+        for z in range(od):
+            for y in range(oh):
+                for x in range(ow):
+                    row = (((n * od + z) * oh + y) * ow + x) * taps * channels
+                    for a in range(kd):
+                        zi = z * sd - pd + a * dd
+                        for b in range(kh):
+                            yi = y * sh - ph + b * dh
+                            for e in range(kw):
+                                xi = x * sw - pw + e * dw
+                                pos = row + ((a * kh + b) * kw + e) * channels
+                                inside = 0 <= zi < depth and 0 <= yi < height and 0 <= xi < width
+                                at = (((n * depth + zi) * height + yi) * width + xi) * channels
+                                if not inside:
+                                    if to_col:
+                                        _zero_row(col, pos, channels)
+                                elif to_col:
+                                    _gather_row(col, pos, flat, at, channels, 1)
+                                else:
+                                    _scatter_add_row(flat, at, 1, col, pos, channels)
+
+
+_transfer_cl_serial, _transfer_cl_parallel = serial_and_parallel(_transfer_channels_last)
+
+
+def _run_channels_last(image: np.ndarray, col: np.ndarray, geom: np.ndarray, to_col: bool) -> None:
+    parallel = image.shape[0] > 1 and parallel_pays(col.size)
+    (_transfer_cl_parallel if parallel else _transfer_cl_serial)(image, col, geom, to_col)
+
+
+def im2col_channels_last(image: np.ndarray, col: np.ndarray, geom: np.ndarray) -> None:
+    """Fill the flat ``col`` with the (N * positions, taps * C) receptive fields of the (N, D, H, W, C) ``image``:
+    tap ``k`` of channel ``c`` at position ``l`` of sample ``n`` at ``(n * positions + l) * taps * C + k * C + c``."""
+    if col.size == 0:
+        return
+    _run_channels_last(image, col, geom, True)
+
+
+def col2im_channels_last(col: np.ndarray, image: np.ndarray, geom: np.ndarray) -> None:
+    """Overwrite the (N, D, H, W, C) ``image`` with the sum of ``im2col_channels_last``'s columns."""
+    if image.size == 0:
+        return
+    if col.size == 0:
+        image[...] = 0
+        return
+    _run_channels_last(image, col, geom, False)

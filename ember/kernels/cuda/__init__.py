@@ -16,7 +16,11 @@ checks it against the whole of ``ember.kernels.contract``.
 """
 import importlib
 
-from ..contract import KERNEL_FAMILIES
+from ..cache_locator import register_cuda as _register_cache_locator
+
+_register_cache_locator()  # before any kernel below is defined
+
+from ..contract import KERNEL_FAMILIES  # noqa: E402
 from .elementwise import binary, ternary, unary
 from .indexing import scatter, take
 from .products import matmul

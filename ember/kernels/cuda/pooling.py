@@ -105,13 +105,20 @@ def _unravel(i, depth, height, width):
     return i // (width * height * depth), z, y, x
 
 
+@cuda.jit(device=True)
+def _split_lane(i, lanes, depth, height, width):
+    """(sample, z, y, x, lane) of flat index ``i`` into C-contiguous (N, depth, height, width, lanes) arrays."""
+    n, z, y, x = _unravel(i // lanes, depth, height, width)
+    return n, z, y, x, i % lanes
+
+
 @cuda.jit
 def _max_pool(n_items, x, x_off, depth, height, width, out, o_off, indices, i_off, od, oh, ow, starts, counts,
-              steps):
+              steps, lanes):
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
-        p, z, y, w = _unravel(i, od, oh, ow)
-        base = x_off + p * depth * height * width
-        best, where = _window_max(x, base, starts, counts, steps, z, y, w, height, width)
+        n, z, y, w, c = _split_lane(i, lanes, od, oh, ow)
+        base = x_off + n * depth * height * width * lanes + c
+        best, where = _window_max(x, base, starts, counts, steps, z, y, w, height, width, lanes)
         out[o_off + i] = best
         indices[i_off + i] = where
 
@@ -123,35 +130,38 @@ def _fill_zero(n_items, arr, off):
 
 
 @cuda.jit
-def _max_pool_scatter(n_items, size, extent, grad, g_off, indices, i_off, grad_input, gi_off):
+def _max_pool_scatter(n_items, size, extent, grad, g_off, indices, i_off, grad_input, gi_off, lanes):
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
         at = indices[i_off + i]
         if 0 <= at < extent:  # an empty window's position may lie outside the plane
-            cuda.atomic.add(grad_input, gi_off + (i // size) * extent + at, grad[g_off + i])
+            n, c = i // (size * lanes), i % lanes
+            cuda.atomic.add(grad_input, gi_off + (n * extent + at) * lanes + c, grad[g_off + i])
 
 
 @cuda.jit
-def _max_pool_scatter_planes(planes, size, extent, grad, g_off, indices, i_off, grad_input, gi_off):
+def _max_pool_scatter_planes(planes, size, extent, grad, g_off, indices, i_off, grad_input, gi_off, lanes):
     """One thread per plane adds its outputs' gradients at their positions in output order: deterministic."""
     for p in range(cuda.grid(1), planes, cuda.gridsize(1)):
-        for i in range(p * size, (p + 1) * size):
+        n, c = p // lanes, p % lanes
+        for m in range(size):
+            i = (n * size + m) * lanes + c
             at = indices[i_off + i]
             if 0 <= at < extent:
-                grad_input[gi_off + p * extent + at] += grad[g_off + i]
+                grad_input[gi_off + (n * extent + at) * lanes + c] += grad[g_off + i]
 
 
 @cuda.jit
 def _avg_pool(n_items, x, x_off, depth, height, width, out, o_off, od, oh, ow, starts, counts, divisors,
-              override):
+              override, lanes):
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
-        p, z, y, w = _unravel(i, od, oh, ow)
-        base = x_off + p * depth * height * width
+        n, z, y, w, c = _split_lane(i, lanes, od, oh, ow)
+        base = x_off + n * depth * height * width * lanes + c
         total = 0.0
         for zi in range(starts[0, z], starts[0, z] + counts[0, z]):
             for yi in range(starts[1, y], starts[1, y] + counts[1, y]):
-                row = base + (zi * height + yi) * width + starts[2, w]
+                row = base + ((zi * height + yi) * width + starts[2, w]) * lanes
                 for e in range(counts[2, w]):
-                    total += x[row + e]
+                    total += x[row + e * lanes]
         if counts[0, z] == 0 or counts[1, y] == 0 or counts[2, w] == 0:
             out[o_off + i] = 0
         elif override != 0:
@@ -162,10 +172,10 @@ def _avg_pool(n_items, x, x_off, depth, height, width, out, o_off, od, oh, ow, s
 
 @cuda.jit
 def _avg_pool_backward(n_items, grad, g_off, od, oh, ow, grad_input, gi_off, depth, height, width, ptr, outs,
-                       divisors, override):
+                       divisors, override, lanes):
     for i in range(cuda.grid(1), n_items, cuda.gridsize(1)):
-        p, zi, yi, xi = _unravel(i, depth, height, width)
-        base = g_off + p * od * oh * ow
+        n, zi, yi, xi, c = _split_lane(i, lanes, depth, height, width)
+        base = g_off + n * od * oh * ow * lanes + c
         total = 0.0
         for j in range(ptr[0, zi], ptr[0, zi + 1]):
             z = outs[j]
@@ -174,7 +184,7 @@ def _avg_pool_backward(n_items, grad, g_off, od, oh, ow, grad_input, gi_off, dep
                 for m in range(ptr[2, xi], ptr[2, xi + 1]):
                     w = outs[m]
                     scale = override if override != 0 else divisors[0, z] * divisors[1, y] * divisors[2, w]
-                    total += grad[base + (z * oh + y) * ow + w] / scale
+                    total += grad[base + ((z * oh + y) * ow + w) * lanes] / scale
         grad_input[gi_off + i] = total
 
 
@@ -188,14 +198,23 @@ def _threads(name: str, written: DeviceStorage, *read: DeviceStorage) -> int:
     return written.numel
 
 
+def _lanes(s: DeviceStorage, ndim: int) -> tuple[tuple, int]:
+    """The (N, *dims) shape and lane count of a planes-first storage (``ndim`` dims, one lane) or of a channels-last
+    one (a trailing lanes dim)."""
+    return (tuple(s.shape), 1) if s.ndim == ndim else (tuple(s.shape[:-1]), s.shape[-1])
+
+
 def max_pool(x: DeviceStorage, out: DeviceStorage, indices: DeviceStorage, starts: np.ndarray, counts: np.ndarray,
              steps: np.ndarray) -> None:
-    """Window maxima of (P, D, H, W) ``x`` into ``out`` and their flat per-plane input positions into ``indices``."""
+    """Window maxima of ``x`` into ``out`` and their flat per-plane input positions into ``indices``: (P, D, H, W)
+    planes, or (N, D, H, W, C) channels-last samples, as the CPU kernel."""
     n_items = _threads("max_pool", out, x, indices)
     if n_items:
-        _max_pool[grid(n_items)](n_items, x.buffer, x.offset, *x.shape[1:], out.buffer, out.offset, indices.buffer,
-                                 indices.offset, *out.shape[1:], _int_meta(starts), _int_meta(counts),
-                                 _int_meta(steps))
+        (_, *in_size), lanes = _lanes(x, 4)
+        (_, *out_size), _ = _lanes(out, 4)
+        _max_pool[grid(n_items)](n_items, x.buffer, x.offset, *in_size, out.buffer, out.offset, indices.buffer,
+                                 indices.offset, *out_size, _int_meta(starts), _int_meta(counts),
+                                 _int_meta(steps), lanes)
 
 
 def max_pool_backward(grad: DeviceStorage, indices: DeviceStorage, grad_input: DeviceStorage) -> None:
@@ -210,11 +229,12 @@ def max_pool_backward(grad: DeviceStorage, indices: DeviceStorage, grad_input: D
     _fill_zero[grid(n_items)](n_items, grad_input.buffer, grad_input.offset)
     if grad.numel == 0:
         return
-    size, extent = grad.shape[-1], grad_input.shape[-1]
+    (planes, size), lanes = _lanes(grad, 2)
+    (_, extent), _ = _lanes(grad_input, 2)
     operands = (size, extent, grad.buffer, grad.offset, indices.buffer, indices.offset, grad_input.buffer,
-                grad_input.offset)
+                grad_input.offset, lanes)
     if are_deterministic_algorithms_enabled():
-        planes = grad.shape[0]
+        planes *= lanes
         _max_pool_scatter_planes[grid(planes)](planes, *operands)
     else:
         _max_pool_scatter[grid(grad.numel)](grad.numel, *operands)
@@ -225,8 +245,10 @@ def avg_pool(x: DeviceStorage, out: DeviceStorage, starts: np.ndarray, counts: n
     """Window sums of ``x`` divided by ``override`` (when nonzero) or the product of the per-dim ``divisors``."""
     n_items = _threads("avg_pool", out, x)
     if n_items:
-        _avg_pool[grid(n_items)](n_items, x.buffer, x.offset, *x.shape[1:], out.buffer, out.offset, *out.shape[1:],
-                                 _int_meta(starts), _int_meta(counts), _float_meta(divisors), float(override))
+        (_, *in_size), lanes = _lanes(x, 4)
+        (_, *out_size), _ = _lanes(out, 4)
+        _avg_pool[grid(n_items)](n_items, x.buffer, x.offset, *in_size, out.buffer, out.offset, *out_size,
+                                 _int_meta(starts), _int_meta(counts), _float_meta(divisors), float(override), lanes)
 
 
 def avg_pool_backward(grad: DeviceStorage, grad_input: DeviceStorage, starts: np.ndarray, counts: np.ndarray,
@@ -238,7 +260,10 @@ def avg_pool_backward(grad: DeviceStorage, grad_input: DeviceStorage, starts: np
     n_items = _threads("avg_pool_backward", grad_input, grad)
     if n_items == 0:
         return
-    out_size, in_size = grad.shape[1:], grad_input.shape[1:]
+    (_, *out_size), lanes = _lanes(grad, 4)
+    (_, *in_size), _ = _lanes(grad_input, 4)
+    out_size, in_size = tuple(out_size), tuple(in_size)
     ptr, outs = _inverse_windows(starts, counts, out_size, in_size)
     _avg_pool_backward[grid(n_items)](n_items, grad.buffer, grad.offset, *out_size, grad_input.buffer,
-                                      grad_input.offset, *in_size, ptr, outs, _float_meta(divisors), float(override))
+                                      grad_input.offset, *in_size, ptr, outs, _float_meta(divisors), float(override),
+                                      lanes)

@@ -183,8 +183,8 @@ def _adaptive(op: str, x: Any, nd: int, output_size: Any) -> Windows:
     return _adaptive_windows(spatial, sizes)
 
 
-def _max_result(x: Tensor, win: Windows, nd: int, return_indices: bool) -> Any:
-    out, indices = fused.max_pool(x, win, nd)
+def _max_result(x: Tensor, win: Windows, nd: int, return_indices: bool, keeps_3d: bool = True) -> Any:
+    out, indices = fused.max_pool(x, win, nd, keeps_3d)
     return (out, indices) if return_indices else out
 
 
@@ -301,7 +301,8 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     """Max pooling to a given (D, H, W) (adaptive windows)."""
     if autocast_policy.ACTIVE and autocast_policy.covers("adaptive_max_pool3d", input):
         return autocast_policy.run("adaptive_max_pool3d", adaptive_max_pool3d, input, output_size, return_indices)
-    return _max_result(input, _adaptive("adaptive_max_pool3d", input, 3, output_size), 3, return_indices)
+    return _max_result(input, _adaptive("adaptive_max_pool3d", input, 3, output_size), 3, return_indices,
+                       keeps_3d=False)
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> Any:

@@ -354,16 +354,21 @@ class Module:
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> "Module":
-        """Move/cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``.
+        """Move/cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``, ``to(device, dtype)``,
+        and ``memory_format=`` (applied to the 4-d and 5-d ones, as in torch).
 
         Only floating-point tensors change dtype, as in torch.
         """
         device, dtype = _parse_to(args, kwargs)
+        memory_format = kwargs.pop("memory_format", None)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
+            if memory_format is not None and t.ndim in (4, 5):
+                return t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None,
+                            memory_format=memory_format)
             return t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None)
 
         return self._apply(convert)
@@ -679,11 +684,12 @@ def _add_hook(table: OrderedDict, hook: Callable, prepend: bool) -> RemovableHan
 
 
 def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, dtypes.dtype | None]:
-    """torch's overloads of ``Module.to``: (device, dtype, non_blocking), (dtype), (tensor), memory_format=."""
+    """torch's overloads of ``Module.to``: (device, dtype, non_blocking), (dtype), (tensor); ``memory_format``
+    is left in ``kwargs`` for the caller."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for arg in args:
@@ -697,4 +703,6 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, dtypes.dtype | None]:
             device = arg
     if device is not None:
         device = as_device(device)
+    if memory_format is not None:
+        kwargs["memory_format"] = memory_format
     return device, dtype

@@ -17,6 +17,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from .. import dtypes
 from .._dispatch import ascontiguous, backend, compute_dtype
 from ..tensor import Tensor
+from .conv import channels_first_view, channels_last_rows, is_channels_last
 
 __all__ = ["batch_norm", "rows_norm"]
 
@@ -113,8 +114,27 @@ class _RowsNorm(Function):
 
 
 # ------------------------------------------------------------------ channels: batch norm, instance norm
-def _channel_geometry(x: Tensor) -> tuple[int, int, int]:
-    return x.shape[0], x.shape[1], math.prod(x.shape[2:])
+# The channel kernels see x as (A, C, S) blocks. A channels-last x is (N * S, C, 1) blocks of its own memory: the
+# same kernels then run on it in place, and the results come back channels-last, as torch's.
+def _channel_geometry(x: Tensor, last: bool) -> tuple[int, int, int]:
+    a, c, s = x.shape[0], x.shape[1], math.prod(x.shape[2:])
+    return (a * s, c, 1) if last else (a, c, s)
+
+
+def _channel_flat(t: Tensor, cdt: dtypes.dtype, last: bool) -> np.ndarray:
+    """``t``'s data flat in the compute dtype, channels innermost when ``last``."""
+    if not last:
+        return _flat(t, cdt)
+    arr = t._array
+    return channels_last_rows(arr if arr.dtype == cdt.np else arr.astype(cdt.np, order="K")).reshape(-1)
+
+
+def _channel_result(y: np.ndarray, like: Tensor, last: bool) -> Tensor:
+    if not last:
+        return _result(y, like)
+    shape = like.shape
+    moved = channels_first_view(y.reshape((shape[0],) + tuple(shape[2:]) + (shape[1],)))
+    return Tensor._make(moved.astype(like.dtype.np, copy=False))
 
 
 class _ChannelNorm(Function):
@@ -122,8 +142,8 @@ class _ChannelNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, stats, eps):
-        xa, mean, var = stats
-        a, c, s = _channel_geometry(x)
+        xa, mean, var, last = stats
+        a, c, s = _channel_geometry(x, last)
         rstd = 1.0 / np.sqrt(var + eps)
         scale = rstd * weight._array.astype(np.float64).reshape(-1) if weight is not None else rstd
         shift = -mean * scale
@@ -133,21 +153,22 @@ class _ChannelNorm(Function):
         backend(xa).normalization.channel_fma(xa, xa, scale, np.zeros(c, like=xa), shift, c, s, y)
         if ctx.needs_input_grad:
             ctx.save_for_backward(x, weight, bias)
-            ctx.arrays, ctx.eps = (xa, mean, rstd), eps
-        return _result(y, x)
+            ctx.arrays, ctx.eps, ctx.last = (xa, mean, rstd), eps, last
+        return _channel_result(y, x, last)
 
     @staticmethod
     def backward(ctx, gy):
         x, weight, bias = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        a, c, s = _channel_geometry(x)
         if is_grad_enabled():
+            a, c, s = _channel_geometry(x, False)
             w4 = weight.reshape(1, 1, c, 1) if weight is not None else None
             grads = _composite_grads(x.reshape(a, 1, c, s), w4, gy.reshape(a, 1, c, s), (0, 3), ctx.eps)
             return _grads_as_tensors(x, weight, bias, needs, grads) + (None, None)
         xa, mean, rstd = ctx.arrays
+        a, c, s = _channel_geometry(x, ctx.last)
         kernels = backend(xa).normalization
-        dya = _flat(gy, compute_dtype(x.dtype))
+        dya = _channel_flat(gy, compute_dtype(x.dtype), ctx.last)
         sum_dy, sum_dy_xmu = np.zeros(c, like=xa), np.zeros(c, like=xa)
         if xa.size:
             kernels.channel_grad_sums(dya, xa, mean, a, c, s, sum_dy, sum_dy_xmu)
@@ -158,18 +179,20 @@ class _ChannelNorm(Function):
             q = -wr * rstd * rstd * sum_dy_xmu / n
             dxa = np.empty_like(xa)
             kernels.channel_fma(dya, xa, wr, q, -wr * sum_dy / n - mean * q, c, s, dxa)
-            dx = _result(dxa, x)
+            dx = _channel_result(dxa, x, ctx.last)
         return dx, _param_grad(sum_dy_xmu * rstd, weight, needs[1]), _param_grad(sum_dy, bias, needs[2]), None, None
 
 
-def _batch_stats(x: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x as a flat compute-dtype array, per-channel mean, biased variance) in one pass."""
-    a, c, s = _channel_geometry(x)
-    xa = _flat(x, compute_dtype(x.dtype))
+def _batch_stats(x: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(x as a flat compute-dtype array, per-channel mean, biased variance, whether x runs channels-last) in one
+    pass."""
+    last = is_channels_last(x._array)
+    a, c, s = _channel_geometry(x, last)
+    xa = _channel_flat(x, compute_dtype(x.dtype), last)
     mean, var = np.zeros(c, like=xa), np.zeros(c, like=xa)
     if xa.size:
         backend(xa).normalization.channel_moments(xa, a, c, s, mean, var)
-    return xa, mean, var
+    return xa, mean, var, last
 
 
 def _update_running(running: Tensor | None, batch_value: np.ndarray, momentum: float) -> None:
@@ -204,7 +227,7 @@ def batch_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, running_me
     """Normalize each channel (dim 1) of ``x`` by the batch's statistics, updating the running ones in place
     (with the unbiased variance) when given."""
     stats = _batch_stats(x)
-    a, _, s = _channel_geometry(x)
+    a, _, s = _channel_geometry(x, False)
     n = a * s
     if n > 0:
         _update_running(running_mean, stats[1], momentum)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ._collate import default_collate, default_convert
+from .distributed import DistributedSampler
 from .dataloader import DataLoader, get_worker_info
 from .dataset import ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset, \
     random_split
@@ -10,5 +11,5 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, Su
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler", "DataLoader", "get_worker_info", "default_collate",
-           "default_convert"]
+           "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "DataLoader", "get_worker_info",
+           "default_collate", "default_convert"]

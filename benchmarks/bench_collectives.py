@@ -20,19 +20,15 @@ import argparse  # noqa: E402 - the thread pools must be sized first
 import importlib  # noqa: E402
 import multiprocessing  # noqa: E402
 import os  # noqa: E402
-import socket  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+
+from ember.distributed.run import free_loopback_port  # noqa: E402  (a port for the ranks' rendezvous)
 
 SIZES = {"4 KB": 1024, "16 MB": 4 * 2**20}
 CALLS = {"4 KB": 400, "16 MB": 8}
 JOIN_TIMEOUT_S = 300.0
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _rank(rank: int, lib_name: str, port: int, repeats: int, results) -> None:
@@ -60,7 +56,7 @@ def measure(lib_name: str, repeats: int) -> dict[str, float]:
     """Median seconds per all-reduce, by size, for one framework on two fresh processes."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    port = _free_port()
+    port = free_loopback_port()
     ranks = [context.Process(target=_rank, args=(r, lib_name, port, repeats, results)) for r in range(2)]
     for process in ranks:
         process.start()

@@ -26,12 +26,12 @@ import datetime  # noqa: E402
 import importlib  # noqa: E402
 import os  # noqa: E402
 import pickle  # noqa: E402
-import socket  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
 from _harness import timed_batch  # noqa: E402
+from ember.distributed.run import free_loopback_port  # noqa: E402  (a port for the ranks' rendezvous)
 
 BATCH, WIDTHS = 128, (784, 512, 256)
 WARMUP_STEPS = 5
@@ -80,11 +80,6 @@ def _rank(rank: int, lib_name: str, world: int, port: int, repeats: int, steps: 
     dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def measure(lib_name: str, world: int, repeats: int, steps: int) -> dict[str, float]:
     """Median seconds of ``lib_name`` on ``world`` ranks: a DDP step ("step"), the step under ``no_sync``
@@ -92,7 +87,7 @@ def measure(lib_name: str, world: int, repeats: int, steps: int) -> dict[str, fl
     lib = importlib.import_module(lib_name)
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "times.pkl")
-        ctx = lib.multiprocessing.spawn(_rank, args=(lib_name, world, _free_port(), repeats, steps, out),
+        ctx = lib.multiprocessing.spawn(_rank, args=(lib_name, world, free_loopback_port(), repeats, steps, out),
                                         nprocs=world, join=False)
         deadline = time.monotonic() + LAUNCH_TIMEOUT_S
         try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import os
 import pickle
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ import pytest
 
 import ember
 import ember.nn as nn
+from ember.distributed.run import free_loopback_port
 from ember.nn.parallel import DistributedDataParallel as DDP
 
 pytest.importorskip("mpi4py")
@@ -26,11 +26,6 @@ pytest.importorskip("mpi4py")
 WORLD = 2
 LAUNCH_TIMEOUT_S = 240.0
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _entry(rank: int, fn, world: int, port: int, out_dir: str, args: tuple) -> None:
@@ -50,7 +45,7 @@ def run_on_ranks(fn, *args, world: int = WORLD) -> list:
     import ember.multiprocessing as emp
 
     with tempfile.TemporaryDirectory() as out_dir:
-        ctx = emp.spawn(_entry, args=(fn, world, _free_port(), out_dir, args), nprocs=world, join=False)
+        ctx = emp.spawn(_entry, args=(fn, world, free_loopback_port(), out_dir, args), nprocs=world, join=False)
         deadline = time.monotonic() + LAUNCH_TIMEOUT_S
         try:
             while not ctx.join(timeout=max(0.0, deadline - time.monotonic())):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import socket
 import time
 
 import numpy as np
@@ -14,6 +13,7 @@ pytest.importorskip("mpi4py")
 
 import ember  # noqa: E402
 import ember.distributed as dist  # noqa: E402
+from ember.distributed.run import free_loopback_port  # noqa: E402
 
 TIMEOUT = datetime.timedelta(seconds=20)
 
@@ -31,11 +31,6 @@ def _launch(fn, args: tuple, nprocs: int, timeout_s: float = 150.0) -> None:
                 process.kill()
             process.join()
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _values(rank: int, shape=(2, 3), dtype=np.float32) -> np.ndarray:
@@ -160,7 +155,7 @@ def _worker(rank: int, world: int, port: int, init: str, path: str) -> None:
 
 @pytest.mark.parametrize("world,init", [(2, "env"), (3, "tcp"), (2, "file")])
 def test_collectives_match_numpy(world, init, tmp_path):
-    _launch(_worker, (world, _free_port(), init, str(tmp_path / "store")), world)
+    _launch(_worker, (world, free_loopback_port(), init, str(tmp_path / "store")), world)
 
 
 def _dying_worker(rank: int, port: int) -> None:
@@ -175,7 +170,7 @@ def _dying_worker(rank: int, port: int) -> None:
 
 def test_dead_rank_makes_the_others_fail_within_the_timeout():
     started = time.monotonic()
-    _launch(_dying_worker, (_free_port(),), 2)
+    _launch(_dying_worker, (free_loopback_port(),), 2)
     assert time.monotonic() - started < 60
 
 

@@ -6,7 +6,6 @@ import math
 import operator
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ if importlib.util.find_spec("ray") is None:
 import ember  # noqa: E402
 from ember import futures as ember_futures  # noqa: E402
 from ember.distributed import rpc  # noqa: E402
+from ember.distributed.run import free_loopback_port  # noqa: E402
 from ember.distributed.rpc import rref as rref_module  # noqa: E402
 
 WORLD_SIZE = 3
@@ -28,16 +28,11 @@ CHILD = "import sys; from ember.distributed import rpc; rpc.init_rpc(sys.argv[1]
         f"world_size={WORLD_SIZE}); rpc.shutdown()"
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def workers():
     """``{name: Popen}`` of the child workers, with RPC initialised here as ``w0``."""
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_loopback_port()), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     children = {f"w{r}": subprocess.Popen([sys.executable, "-c", CHILD, f"w{r}", str(r)], env=dict(os.environ),

@@ -32,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _free_port() -> int:
+def free_loopback_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 now (for a rendezvous on one machine; tests use it too)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -61,7 +62,7 @@ def launch(argv: list[str]) -> int:
     """Run the launcher on ``argv``; the exit code (0, or the first failing child's)."""
     args = _parser().parse_args(argv)
     nproc = _nproc(args.nproc_per_node)
-    port = _free_port() if args.standalone else args.master_port
+    port = free_loopback_port() if args.standalone else args.master_port
     world = nproc * args.nnodes
     command = [sys.executable, "-u"] + (["-m"] if args.module else []) + [args.script] + args.script_args
     children = []
